@@ -1,0 +1,188 @@
+"""Board registry: `board/<name>/board.yaml`, validated against one schema.
+
+A board file says what a board *is* (SoC, cores, memory map, how it boots, how it is flashed); what
+is on a developer's bench lives in bench.yaml instead (labgrid's split of resources and drivers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from . import yamlfile
+from .errors import SeedfwError
+from .paths import BOARD_DIR
+
+_REGION = {
+    "type": "object",
+    "required": ["name", "base", "size"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string"},
+        "base": {"type": "integer", "minimum": 0},
+        "size": {"type": "integer", "minimum": 1},
+    },
+}
+
+SCHEMA = {
+    "type": "object",
+    "required": ["name", "vendor", "description", "soc", "arch", "cpu", "memory", "image",
+                 "flash", "dvfs", "counters"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
+        "vendor": {"type": "string"},
+        "description": {"type": "string"},
+        "soc": {"type": "string"},
+        "arch": {"enum": ["aarch64", "armv7m"]},
+        "cpu": {"type": "string"},
+        "memory": {"type": "array", "minItems": 1, "items": _REGION},
+        "uart": {
+            "type": "object", "required": ["type", "base"], "additionalProperties": False,
+            "properties": {"type": {"enum": ["pl011", "cmsdk"]}, "base": {"type": "integer"}},
+        },
+        "tfa": {
+            "type": "object", "required": ["platform", "targets"], "additionalProperties": False,
+            "properties": {
+                "platform": {"type": "string"},
+                "targets": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            },
+        },
+        "qemu": {
+            "type": "object", "required": ["binary", "machine", "cpu"], "additionalProperties": False,
+            "properties": {
+                "binary": {"type": "string"},
+                "machine": {"type": "string"},
+                "cpu": {"type": "string"},
+                "memory": {"type": "integer", "minimum": 1},
+                "args": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "pyocd": {
+            "type": "object", "required": ["target", "flash"], "additionalProperties": False,
+            "properties": {
+                "target": {"type": "string"},
+                "flash": {
+                    "type": "object", "required": ["base", "size", "sector_size"],
+                    "additionalProperties": False,
+                    "properties": {k: {"type": "integer", "minimum": 0}
+                                   for k in ("base", "size", "sector_size")},
+                },
+            },
+        },
+        "image": {
+            "type": "object", "required": ["format", "partition_size"], "additionalProperties": False,
+            "properties": {
+                "format": {"enum": ["fit", "package", "raw"]},
+                "partition_size": {"type": "integer", "minimum": 1},
+            },
+        },
+        "flash": {
+            "type": "object", "required": ["backend"], "additionalProperties": False,
+            "properties": {"backend": {"enum": ["pyocd", "rockusb", "qemu"]}},
+        },
+        "dvfs": {"type": "string"},
+        "counters": {"enum": ["rk3588-dfi", "stats-block"]},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str
+    base: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Board:
+    """One validated board.yaml. `raw` keeps the whole document for stage-specific fields."""
+
+    name: str
+    dir: Path
+    soc: str
+    arch: str
+    cpu: str
+    vendor: str
+    description: str
+    memory: tuple[Region, ...]
+    raw: dict = field(repr=False, compare=False)
+
+    @property
+    def tfa(self) -> dict | None:
+        return self.raw.get("tfa")
+
+    @property
+    def qemu(self) -> dict | None:
+        return self.raw.get("qemu")
+
+    @property
+    def pyocd(self) -> dict | None:
+        return self.raw.get("pyocd")
+
+    @property
+    def uart(self) -> dict | None:
+        return self.raw.get("uart")
+
+    @property
+    def image(self) -> dict:
+        return self.raw["image"]
+
+    @property
+    def flash_backend(self) -> str:
+        return self.raw["flash"]["backend"]
+
+    @property
+    def dvfs_file(self) -> Path:
+        return self.dir / self.raw["dvfs"]
+
+    @property
+    def counters(self) -> str:
+        return self.raw["counters"]
+
+    def region(self, name: str) -> Region:
+        for r in self.memory:
+            if r.name == name:
+                return r
+        raise SeedfwError(f"board has no memory region '{name}'", self.dir / "board.yaml", "memory")
+
+    def summary(self) -> dict:
+        return {"name": self.name, "soc": self.soc, "arch": self.arch, "cpu": self.cpu,
+                "vendor": self.vendor, "description": self.description}
+
+
+def load_file(path: str | Path) -> Board:
+    """Load and validate one board.yaml (any path: tests feed broken copies)."""
+    path = Path(path)
+    data, lines = yamlfile.load(path)
+    if not isinstance(data, dict):
+        raise SeedfwError("expected a mapping of board fields", path, "line 1")
+    yamlfile.validate(data, SCHEMA, path, lines)
+    if path.parent.name != data["name"] and path.parent.parent == BOARD_DIR:
+        raise SeedfwError(f"field 'name': '{data['name']}' does not match its folder "
+                          f"'{path.parent.name}'", path, f"line {lines[('name',)]}")
+    return Board(
+        name=data["name"], dir=path.parent, soc=data["soc"], arch=data["arch"], cpu=data["cpu"],
+        vendor=data["vendor"], description=data["description"],
+        memory=tuple(Region(**r) for r in data["memory"]), raw=data,
+    )
+
+
+def names() -> list[str]:
+    return sorted(p.parent.name for p in BOARD_DIR.glob("*/board.yaml"))
+
+
+@lru_cache(maxsize=None)
+def get(name: str) -> Board:
+    path = BOARD_DIR / name / "board.yaml"
+    if not path.is_file():
+        raise SeedfwError(f"unknown board '{name}' (known: {', '.join(names())})")
+    return load_file(path)
+
+
+def resolve(spec: str) -> list[Board]:
+    """'all' → every board; otherwise one named board."""
+    if spec == "all":
+        return [get(n) for n in names()]
+    return [get(spec)]

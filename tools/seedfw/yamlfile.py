@@ -1,0 +1,108 @@
+"""YAML loading with line numbers, and JSON-Schema validation that reports file:line and field.
+
+Why not plain yaml.safe_load: a firmware engineer who mistypes a field wants the line, and a
+plain dict has forgotten where each value came from. We compose the node tree once, build the
+Python data from it ourselves, and keep a map from each path (tuple of keys/indexes) to its line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .errors import SeedfwError
+
+
+class Located(dict):
+    """The loaded document plus `lines`: path tuple -> 1-based line number."""
+
+
+def load(path: str | Path):
+    """Load a YAML file; returns (data, lines) where lines maps path tuples to line numbers."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SeedfwError("file not found", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SeedfwError(f"cannot read: {exc}", path) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SeedfwError(f"YAML syntax error: {problem}", path, line) from None
+    lines: dict[tuple, int] = {}
+    if node is None:
+        return None, lines
+    constructor = yaml.SafeLoader(text)
+    try:
+        data = _build(node, (), lines, constructor)
+    except yaml.YAMLError as exc:
+        raise SeedfwError(f"YAML error: {exc}", path) from None
+    return data, lines
+
+
+def _build(node, where, lines, constructor):
+    lines[where] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            key = constructor.construct_object(key_node, deep=True)
+            lines[where + (key,)] = key_node.start_mark.line + 1
+            out[key] = _build(value_node, where + (key,), lines, constructor)
+            lines[where + (key,)] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(child, where + (i,), lines, constructor)
+                for i, child in enumerate(node.value)]
+    return constructor.construct_object(node, deep=True)
+
+
+def field_name(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def validate(data, schema: dict, path: str | Path, lines: dict) -> None:
+    """Validate against a JSON schema; the first error becomes a SeedfwError with file:line."""
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errors:
+        return
+    err = errors[0]
+    where = tuple(err.absolute_path)
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        name = field_name(where + (missing,))
+        message = f"missing required field '{name}'"
+    elif err.validator == "additionalProperties":
+        message = f"{field_name(where)}: {err.message}" if where else err.message
+        name = None
+    else:
+        name = field_name(where)
+        message = f"field '{name}': {_short(err)}"
+    line = _nearest_line(lines, where)
+    raise SeedfwError(message, path, f"line {line}" if line else None)
+
+
+def _nearest_line(lines, where):
+    while True:
+        if where in lines:
+            return lines[where]
+        if not where:
+            return None
+        where = where[:-1]
+
+
+def _short(err) -> str:
+    if err.validator == "type":
+        return f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
+    if err.validator == "enum":
+        return f"{err.instance!r} is not one of {', '.join(map(str, err.validator_value))}"
+    return err.message
