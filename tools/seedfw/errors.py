@@ -28,7 +28,9 @@ class SeedfwError(Exception):
         where = ""
         if self.file:
             where = _display_path(self.file)
-            if self.field:
+            if self.field and self.field.startswith("line ") and self.field[5:].isdigit():
+                where += f":{self.field[5:]}"  # file:line, the form editors jump to
+            elif self.field:
                 where += f": {self.field}"
         elif self.field:
             where = self.field

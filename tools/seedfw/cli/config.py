@@ -1,0 +1,82 @@
+"""Configuration and board tasks: config, menuconfig, savedefconfig, boards."""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+import sys
+
+from . import command
+from .. import boards, config as kcfg, explain as kexplain
+from ..errors import SeedfwError
+
+__all__ = ["config", "menuconfig", "savedefconfig", "boards_"]
+
+_BOARD_HELP = "board name (see 'invoke boards')"
+_OUTPUT_HELP = "output directory (default output/<board>/), like Buildroot's O="
+
+
+def default_board(board: str | None) -> str:
+    board = board or os.environ.get("SEEDFW_BOARD")
+    if not board:
+        raise SeedfwError("no board given (use --board NAME or set SEEDFW_BOARD)")
+    return board
+
+
+def print_warnings(cfg) -> None:
+    for w in cfg.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+@command(iterable=["fragment"], help={
+    "board": _BOARD_HELP, "output": _OUTPUT_HELP,
+    "fragment": "configuration fragment merged after the defconfig (repeatable, in order)",
+    "strict": "treat values that do not stick (unmet dependencies) as errors",
+    "explain": "print SYMBOL's value, where it was set, and the dependencies that allow or block it",
+})
+def config(c, board=None, output=None, fragment=None, strict=False, explain=None):
+    """Configure a board: defconfig + fragments + your menuconfig changes -> .config, autoconf.h, config.json."""
+    board = default_board(board)
+    if explain:
+        cfg = kcfg.resolve(board, output, fragment or (), strict)
+        print("\n".join(kexplain.explain(cfg, explain)))
+        return
+    cfg = kcfg.configure(board, output, fragment or (), strict)
+    print_warnings(cfg)
+    print(f"configured {board}: {os.path.relpath(cfg.outdir / '.config')}")
+
+
+@command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP})
+def menuconfig(c, board=None, output=None):
+    """Edit a board's configuration in kconfiglib's terminal menuconfig; changes persist as user.fragment."""
+    import menuconfig as kmenu
+
+    board = default_board(board)
+    cfg = kcfg.configure(board, output)
+    dotconfig = cfg.outdir / ".config"
+    os.environ["KCONFIG_CONFIG"] = str(dotconfig)
+    cfg.kconf.load_config(str(dotconfig))
+    kmenu.menuconfig(cfg.kconf)
+    changed = kcfg.record_user_changes(cfg, dotconfig)
+    kcfg.configure(board, output)
+    print(f"kept {len(changed)} change(s) in {os.path.relpath(cfg.outdir / kcfg.USER_FRAGMENT)}")
+
+
+@command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP,
+               "to": "where to write the minimal defconfig (default <output>/defconfig)"})
+def savedefconfig(c, board=None, output=None, to=None):
+    """Write a minimal defconfig of the current configuration (only what differs from defaults)."""
+    board = default_board(board)
+    path = kcfg.savedefconfig(board, output, to)
+    print(f"wrote {os.path.relpath(path)}")
+
+
+@command(name="boards", help={"json": "print JSON for machines"})
+def boards_(c, json=False):
+    """List the boards: name, SoC, architecture and a one-line description."""
+    items = [boards.get(n).summary() for n in boards.names()]
+    if json:
+        print(jsonlib.dumps(items, indent=2))
+        return
+    for b in items:
+        print(f"{b['name']:<14} {b['soc']:<12} {b['arch']:<8} {b['description']}")
