@@ -42,4 +42,5 @@ def _display_path(path: str) -> str:
         rel = os.path.relpath(path)
     except ValueError:
         return path
-    return rel if not rel.startswith("../../") else path
+    # Relative only when the file is below the current directory; otherwise the path as given.
+    return rel if not rel.startswith("..") else path

@@ -82,8 +82,10 @@ def validate(data, schema: dict, path: str | Path, lines: dict) -> None:
         name = field_name(where + (missing,))
         message = f"missing required field '{name}'"
     elif err.validator == "additionalProperties":
-        message = f"{field_name(where)}: {err.message}" if where else err.message
-        name = None
+        known = set(err.schema.get("properties", {}))
+        extra = sorted(str(k) for k in err.instance if k not in known)[0]
+        where = where + (extra,)
+        message = f"unknown field '{field_name(where)}'"
     else:
         name = field_name(where)
         message = f"field '{name}': {_short(err)}"

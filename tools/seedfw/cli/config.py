@@ -71,9 +71,14 @@ def savedefconfig(c, board=None, output=None, to=None):
     print(f"wrote {os.path.relpath(path)}")
 
 
-@command(name="boards", help={"json": "print JSON for machines"})
-def boards_(c, json=False):
+@command(name="boards", help={"json": "print JSON for machines",
+                              "check": "validate a board.yaml file (e.g. a new board) and print its summary"})
+def boards_(c, json=False, check=None):
     """List the boards: name, SoC, architecture and a one-line description."""
+    if check:
+        b = boards.load_file(check)
+        print(f"{check}: ok ({b.name}, {b.soc}, {b.arch})")
+        return
     items = [boards.get(n).summary() for n in boards.names()]
     if json:
         print(jsonlib.dumps(items, indent=2))
