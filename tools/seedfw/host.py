@@ -24,6 +24,7 @@ APT_PACKAGES = [
     "liblz4-dev",                 # reference decompressor for the speed benchmark
     "clang",                      # libFuzzer targets
     "libssl-dev",                 # TF-A's fiptool and cert tools
+    "rkdeveloptool",              # rockusb flash backend (RK3588 maskrom)
     "make",
     "patch",
     "xz-utils",

@@ -1,0 +1,116 @@
+"""Counters: stats block (layout vs stats.h; live readback vs UART) and RK3588 DFI decoding."""
+
+from __future__ import annotations
+
+import pytest
+
+from c_layout import c_layout, c_macros
+from mcu_build import ROOT, mcu_build
+from seedfw import boards
+from seedfw.counters import rk3588_dfi as dfi
+from seedfw.counters import stats_block
+from seedfw.errors import SeedfwError
+
+RECORDED = ROOT / "tests/data/rk3588_dfi_recorded.yaml"
+
+
+def test_stats_layout_matches_header():
+    fields = list(stats_block.OFFSETS)
+    layout = c_layout("seedfw/stats.h", {"seedfw_stats": fields})["seedfw_stats"]
+    assert layout["sizeof"] == stats_block.SIZE
+    assert {f: layout[f] for f in fields} == stats_block.OFFSETS
+    macros = c_macros("seedfw/stats.h", ["SEEDFW_STATS_MAGIC", "SEEDFW_STATS_VERSION", "SEEDFW_STATS_MILESTONES"])
+    assert macros == {"SEEDFW_STATS_MAGIC": stats_block.MAGIC, "SEEDFW_STATS_VERSION": stats_block.VERSION,
+                      "SEEDFW_STATS_MILESTONES": stats_block.MILESTONES}
+
+
+def test_stats_decode_rejects_bad_magic():
+    with pytest.raises(SeedfwError, match="bad magic 0x00000000"):
+        stats_block.decode(bytes(stats_block.SIZE), "x.elf")
+
+
+def test_stats_symbol_from_elf(tmp_path_factory):
+    out = mcu_build(tmp_path_factory)
+    addr, size = stats_block.symbol_address(out / "mcu.elf")
+    assert addr == 0x20000000 and size == stats_block.SIZE
+    with pytest.raises(SeedfwError, match="symbol 'nope' not found"):
+        stats_block.symbol_address(out / "mcu.elf", "nope")
+
+
+@pytest.mark.slow
+def test_stats_readback_equals_uart(tmp_path_factory):
+    """Read `seedfw_stats` through pyOCD after the MCU booted; it equals what the firmware printed."""
+    from pyocd.core.helpers import ConnectHelper
+    from pyocd.core.target import Target
+
+    from seedfw.bench import QemuGdbTarget
+    from seedfw.counters.base import PyocdReader
+    from seedfw.flash.pyocd_runner import PyocdRunner
+
+    out = mcu_build(tmp_path_factory)
+    board = boards.get("mps2-an385")
+    source = stats_block.StatsBlockCounters(board, elf=out / "mcu.elf")
+    with QemuGdbTarget(board, extra_args=["-icount", "shift=3"]) as q:
+        PyocdRunner(board, q.uid, target="seedfw_mps2_an385", log=lambda *_: None).flash(out / "mcu.elf")
+        uart = q.wait_uart("mcu: idle")
+        session = ConnectHelper.session_with_chosen_probe(unique_id=q.uid, target_override="seedfw_mps2_an385",
+                                                          blocking=False, connect_mode="attach")
+        with session:
+            # Attaching leaves the guest running; the read is stop/access/continue underneath.
+            assert session.target.get_state() == Target.State.RUNNING
+            values = source.sample(PyocdReader(session.target))
+            assert session.target.get_state() == Target.State.RUNNING
+        # The GDB-stub path (used for the A-class payload) reads the same block.
+        from seedfw.counters.base import RspReader
+        from seedfw.flash.qemu_probe.rsp import RspClient
+
+        rsp = RspClient("127.0.0.1", q.port)
+        via_gdb = source.sample(RspReader(rsp))
+        rsp.close()
+    printed = stats_block.parse_uart_line(uart)
+    assert via_gdb == values
+    values.pop("address")
+    assert values == printed
+    # bytes_read = the image CRC-checked in flash + .data copied by the reset handler
+    image_size = (out / "mcu.bin").stat().st_size
+    data_size = stats_block.symbol_address(out / "mcu.elf", "__data_end")[0] - 0x20000000
+    assert values["bytes_read"] == image_size + data_size
+    assert values["cycles"] >= values["milestones"]["main"] > values["milestones"]["console"]
+
+
+def test_dfi_sequence_and_decoding_from_recorded_values():
+    """SYNTHETIC recorded register values (tests/data), no board: checks the exact register writes
+    and the byte arithmetic (LPDDR4X: burst 16 x 4-byte bus = 64 bytes per count)."""
+    board = boards.get("rk3588")
+    reads = {int(k): v for k, v in __import__("yaml").safe_load(RECORDED.read_text())["reads"].items()}
+    reader = dfi.RecordedReader(reads)
+    result = dfi.Rk3588DfiCounters(board, sleep=lambda s: None).sample(reader)
+    ctrl = [0xFE060004 + 0x4000 * ch for ch in range(4)]
+    expected_writes = []
+    for c in ctrl:
+        expected_writes += [(c, 0x000B0000), (c, 0x00740010), (c, 0x00020002)]
+    expected_writes += [(c, 0x00020000) for c in ctrl]
+    assert reader.writes == expected_writes
+    ch = result["channels"]
+    assert (ch[0]["write"], ch[0]["read"], ch[0]["access"], ch[0]["cycles"]) == (500, 2000, 2500, 211200000)
+    assert (ch[1]["write"], ch[1]["access"]) == (0x20, 0x184)
+    assert ch[0]["read_bytes"] == 2000 * 64 and ch[1]["write_bytes"] == 0x20 * 64
+    assert result["total"]["read_bytes"] == (2000 + 100 + 200) * 64
+    assert ch[3]["access_bytes"] == 0
+
+
+def test_dfi_lpddr3_half_width_units(tmp_path):
+    cfg = tmp_path / "counters.yaml"
+    cfg.write_text("dfi: {base: 0xfe060000, channels: 1, stride: 0x4000, ddr_type: lpddr3, bus_width: [2]}\n")
+    c = dfi.DfiConfig.load(cfg)
+    out = dfi.decode(c, [{"write": 0, "read": 0, "cycles": 0, "access": 0}],
+                     [{"write": 1, "read": 3, "cycles": 9, "access": 4}])
+    assert out["channels"][0]["read_bytes"] == 3 * 8 * 2
+
+
+def test_dfi_config_error_names_file_and_field(tmp_path):
+    cfg = tmp_path / "counters.yaml"
+    cfg.write_text("dfi: {base: 0xfe060000, channels: 2, stride: 0x4000, ddr_type: lpddr4, bus_width: [4]}\n")
+    with pytest.raises(SeedfwError) as err:
+        dfi.DfiConfig.load(cfg)
+    assert err.value.line() == f"{cfg}: dfi.bus_width: 2 channels but 1 bus widths"

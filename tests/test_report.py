@@ -1,0 +1,251 @@
+"""seedfw.report: report.json against its shipped schema, the Markdown against the JSON, the
+HTML offline and with its plots, and honest labels (computed / estimated / measured).
+
+The output directories are made from real artifacts (tests/elf_builds.py): cross-built ELFs,
+objcopy binaries, a FIT from mkimage, compression.json from seedfw's compression stage, a model
+blob, and a counters JSON measured on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import jsonschema
+import pytest
+
+import elf_builds
+from cli import invoke, one_error_line
+from seedfw.errors import SeedfwError
+from seedfw.report import build_report, html, json_out, markdown, write_report
+
+
+@pytest.fixture(scope="session")
+def outdirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    base = elf_builds.make_output_dir(root, "a")
+    new = elf_builds.make_output_dir(root, "b")
+    counters = elf_builds.host_counters(new, root / "counters.json")
+    return dict(root=root, base=base, new=new, counters=counters)
+
+
+@pytest.fixture(scope="session")
+def full(outdirs):
+    report = build_report(outdirs["new"], baseline=outdirs["base"], counters=outdirs["counters"])
+    paths = write_report(report, outdirs["new"])
+    return report, paths
+
+
+def figures(node, path=""):
+    """Every figure {value, unit, kind, source} anywhere in the report, with its JSON path."""
+    if isinstance(node, dict):
+        if {"value", "unit", "kind", "source"} <= node.keys():
+            yield path, node
+        for k, v in node.items():
+            yield from figures(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from figures(v, f"{path}/{i}")
+
+
+def test_report_json_validates_against_shipped_schema(full, outdirs):
+    report, paths = full
+    on_disk = json.loads(paths["json"].read_text())
+    assert on_disk == json.loads(json.dumps(report))
+    # Reproducible: a second run over the same directory renders the same bytes.
+    again = build_report(outdirs["new"], baseline=outdirs["base"], counters=outdirs["counters"])
+    assert (json_out.render(again), markdown.render(again), html.render(again)) == \
+        tuple(paths[k].read_text() for k in ("json", "md", "html"))
+    jsonschema.Draft202012Validator(json_out.schema()).validate(on_disk)
+    assert on_disk["schema"] == "seedfw-report/1"
+    assert all(on_disk[k]["available"] for k in ("images", "elfs", "compression", "deltas"))
+    # Negative controls: a figure that claims an unknown kind, or a computed estimate, fails.
+    broken = json.loads(paths["json"].read_text())
+    broken["images"]["items"][0]["size"]["kind"] = "guessed"
+    with pytest.raises(SeedfwError, match="report.json: images/items/0/size/kind"):
+        json_out.validate(broken)
+    broken = json.loads(paths["json"].read_text())
+    broken["bandwidth"]["boot"]["totals"]["decompress_cycles"]["kind"] = "computed"
+    with pytest.raises(SeedfwError):
+        json_out.validate(broken)
+
+
+def test_images_and_deltas_come_from_the_files(full, outdirs):
+    from seedfw import util
+    report, _ = full
+    images = {i["file"]: i for i in report["images"]["items"]}
+    for path in (outdirs["new"] / "images").iterdir():
+        assert images[path.name]["size"]["value"] == path.stat().st_size
+        assert images[path.name]["sha256"] == util.sha256_file(path)
+        assert images[path.name]["sha256_matches_manifest"] is True
+    deltas = {i["file"]: i for i in report["deltas"]["images"]}
+    mcu_old = (outdirs["base"] / "images" / "mcu.bin").stat().st_size
+    mcu_new = (outdirs["new"] / "images" / "mcu.bin").stat().st_size
+    assert deltas["mcu.bin"]["delta"]["value"] == mcu_new - mcu_old
+    payload = next(e for e in report["deltas"]["elfs"] if e["file"] == "payload.elf")
+    assert payload["symbols"]["grown"][0] | {"percent": None} == dict(
+        name="lut", section=".rodata", old=1024, new=1088, delta=64, percent=None)
+
+
+def test_labels_computed_estimated_measured(full, outdirs):
+    report, paths = full
+    figs = list(figures(report))
+    assert figs and all(f["kind"] in ("computed", "estimated", "measured") for _, f in figs)
+    measured = [p for p, f in figs if f["kind"] == "measured"]
+    # Only the counters file is measured here (no decompressor benchmark result in the tree
+    # unless one was recorded, in which case cycles_per_byte is measured too).
+    allowed = {"/bandwidth/cycles_per_byte"}
+    assert all(p.startswith("/bandwidth/measured/counters/") or p in allowed for p in measured)
+    counters = report["bandwidth"]["measured"]["counters"]
+    expected = json.loads(outdirs["counters"].read_text())["stats"]
+    assert {c["name"]: c["value"] for c in counters} == {f"stats.{k}": v
+                                                         for k, v in expected.items()}
+    boot = report["bandwidth"]["boot"]["totals"]
+    assert boot["decompress_cycles"]["kind"] == "estimated"
+    assert "not a measurement" in boot["decompress_cycles"]["note"]
+    assert report["bandwidth"]["models"]["per_second"]["uncompressed"]["kind"] == "estimated"
+    assert report["images"]["items"][0]["size"]["kind"] == "computed"
+    md = paths["md"].read_text()
+    for c in counters:
+        assert re.search(rf"\| counter {re.escape(c['name'])} \| {c['value']:,} \| \S+ \| "
+                         rf"\*\*measured\*\* \|", md)
+    assert re.search(r"\| boot total: decompression cycles \| [\d,]+ \| cycles \| "
+                     r"\*\*estimated\*\* \|", md)
+    html_text = paths["html"].read_text()
+    measured_rows = [f for _, f in markdown.bandwidth_rows(report["bandwidth"])
+                     if f["kind"] == "measured"]
+    assert html_text.count('class="kind-measured"') == len(measured_rows) >= len(counters)
+
+
+def md_table(md: str, heading: str) -> list[list[str]]:
+    """Rows (cells) of the first table after `heading`."""
+    block = md.split(heading, 1)[1]
+    rows = []
+    for line in block.splitlines():
+        if line.startswith("|"):
+            if set(line) <= set("|-: "):
+                continue
+            rows.append([c.strip() for c in line.strip("|").split(" | ")])
+        elif rows:
+            break
+    return rows[1:]
+
+
+def n(cell: str):
+    return int(cell.replace(",", "").replace("+", "")) if cell not in ("–", "") else None
+
+
+def test_markdown_numbers_equal_json(full):
+    report, paths = full
+    md = paths["md"].read_text()
+    images = md_table(md, "## Images")
+    for row, item in zip(images, report["images"]["items"]):
+        assert (row[0], n(row[2]), row[3].strip("`")) == \
+            (item["file"], item["size"]["value"], item["sha256"])
+    assert n(images[-1][2]) == report["images"]["total"]["value"]
+    comp = md_table(md, "## Compression per section")
+    for row, item in zip(comp, report["compression"]["items"]):
+        assert row[0] == item["section"]
+        assert [n(row[2]), n(row[3]), n(row[4]), n(row[5]), n(row[6]), n(row[8])] == [
+            item["raw"]["value"], item["compressed_no_dict"]["value"],
+            item["compressed_dict"]["value"], item["compressed"]["value"],
+            item["dict_bytes"]["value"], item["net_gain"]["value"]]
+    assert n(comp[-1][5]) == report["compression"]["totals"]["compressed"]["value"]
+    deltas = md_table(md, "## Size deltas")
+    for row, item in zip(deltas, report["deltas"]["images"]):
+        assert (row[0], n(row[2]), n(row[3]), n(row[4])) == (
+            item["file"], item["old"]["value"], item["new"]["value"], item["delta"]["value"])
+        assert row[4].startswith("+" if item["delta"]["value"] >= 0 else "-")
+    bw = {row[0]: row for row in md_table(md, "## Bandwidth")}
+    boot = report["bandwidth"]["boot"]["totals"]
+    assert n(bw["boot total: read from storage"][1]) == boot["storage_read"]["value"]
+    assert n(bw["boot total: expanded to"][1]) == boot["expanded"]["value"]
+    per_sec = report["bandwidth"]["models"]["per_second"]
+    assert n(bw["model DDR read per second, uncompressed"][1]) == per_sec["uncompressed"]["value"]
+    assert n(bw["model DDR read per second, compressed"][1]) == per_sec["compressed"]["value"]
+    # Negative control: a changed JSON number no longer matches the rendered table.
+    report2 = json.loads(json.dumps(report))
+    report2["images"]["items"][0]["size"]["value"] += 1
+    row = md_table(markdown.render(report2), "## Images")[0]
+    assert n(row[2]) != report["images"]["items"][0]["size"]["value"]
+
+
+def test_html_is_offline_and_has_the_plots(full):
+    report, paths = full
+    page = paths["html"].read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert "http://" not in page and "https://" not in page
+    assert "<script" not in page and "<link" not in page
+    for name in ("section-sizes", "compression", "bandwidth", "size-deltas"):
+        figure = re.search(rf'<figure class="plot" id="plot-{name}"[^>]*>(.*?)</figure>', page,
+                           re.S)
+        assert figure, name
+        assert figure.group(1).startswith("<svg") and figure.group(1).count("<rect") >= 2, name
+    lut = re.search(r"<title>lut: \+64 bytes</title>", page)
+    assert lut is None   # section-level deltas are plotted, symbol deltas listed in the table
+    assert "<title>.rodata: +64 bytes</title>" in page
+
+
+def test_missing_inputs_are_noted_not_fatal(outdirs, tmp_path):
+    """Only ELFs present: everything else is 'not available: <why>', and it still validates."""
+    bare = tmp_path / "bare"
+    shutil.copytree(outdirs["base"] / "build", bare / "build")
+    report = build_report(bare)
+    json_out.validate(report)
+    for key in ("images", "compression", "deltas"):
+        assert report[key]["available"] is False
+        assert report[key]["note"].startswith("not available: ")
+    assert report["elfs"]["available"] is True
+    assert any(n.startswith("images: not available") for n in report["notes"])
+    page = html.render(report)
+    assert re.search(r'id="plot-compression"[^>]*><p class="na">not available: ', page)
+    assert "<svg" in page.split('id="plot-section-sizes"')[1].split("</figure>")[0]
+
+
+def test_bad_inputs(outdirs, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(outdirs["base"], broken, ignore=shutil.ignore_patterns("report"))
+    (broken / "compression.json").write_text('{"sections": [')
+    with pytest.raises(SeedfwError) as err:
+        build_report(broken)
+    assert err.value.line().endswith("compression.json:1: not valid JSON: Expecting value")
+    (broken / "compression.json").write_text('{"sections": [{"name": ".rodata"}]}')
+    with pytest.raises(SeedfwError) as err:
+        build_report(broken)
+    assert err.value.line().endswith(
+        "compression.json: sections[0]: needs integer raw and compressed (chosen) byte counts")
+    with pytest.raises(SeedfwError, match="output directory not found"):
+        build_report(tmp_path / "nowhere")
+
+
+def test_cli_report_writes_three_files(outdirs):
+    out = outdirs["base"]
+    proc = invoke("report", "--output", out, "--baseline", outdirs["new"],
+                  "--counters", outdirs["counters"])
+    assert proc.returncode == 0, proc.stderr
+    for name in ("report.json", "report.md", "report.html"):
+        assert (out / "report" / name).is_file()
+    assert sorted(p.name for p in (out / "report").iterdir()) == \
+        ["report.html", "report.json", "report.md"]            # no temporary files left
+    data = json.loads((out / "report" / "report.json").read_text())
+    assert data["deltas"]["baseline"] == "out-b"
+    assert str(outdirs["root"]) not in (out / "report" / "report.json").read_text()
+    err = one_error_line(invoke("report", "--output", out, "--counters", out / "missing.json"))
+    assert err.endswith("missing.json: no such file")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["qemu-aarch64", "rk3588"])
+def test_report_on_real_board_build(tmp_path_factory, board):
+    """`invoke report` on a real build: three files, valid JSON, ELF sections present."""
+    builds_mod = pytest.importorskip("builds", reason="tests/builds.py not in the tree")
+    outdir = builds_mod.build_board(board, tmp_path_factory).outdir
+    proc = invoke("report", "--output", outdir)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((outdir / "report" / "report.json").read_text())
+    json_out.validate(data)
+    assert data["board"] == board and data["elfs"]["available"]
+    assert any(e["file"] == "bl31.elf" for e in data["elfs"]["items"])
+    page = (outdir / "report" / "report.html").read_text()
+    assert "http://" not in page and "https://" not in page and "<svg" in page

@@ -1,0 +1,253 @@
+"""Bench inventory (labgrid's split): *resources* say what is on the bench, *drivers* reach it.
+
+bench.yaml (`--bench FILE` or $SEEDFW_BENCH):
+
+    boards:
+      - name: wake-mcu              # bench-local name
+        board: mps2-an385           # board type (board/<board>/board.yaml)
+        probe: qemu:auto            # pyOCD unique id; qemu:auto = start QEMU on a loopback port
+        target: seedfw_mps2_an385   # pyOCD target type (default: board.yaml pyocd.target)
+        serial: qemu                # serial device path, or `qemu` (UART captured to a file)
+        power: {on: "cmd", off: "cmd"}  # optional shell commands
+        qemu_args: [-icount, shift=3]   # optional extra QEMU arguments
+
+Resources: `BenchEntry` (plain data). Drivers: `QemuGdbTarget` (starts/stops QEMU with its GDB
+stub), `probe_present` (pyOCD enumeration), `serial_present`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import boards, yamlfile
+from .errors import SeedfwError
+
+SCHEMA = {
+    "type": "object",
+    "required": ["boards"],
+    "additionalProperties": False,
+    "properties": {
+        "boards": {
+            "type": "array", "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["name", "board", "probe"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                    "board": {"type": "string"},
+                    "probe": {"type": "string", "pattern": "^[A-Za-z0-9_]+:.+"},
+                    "target": {"type": "string"},
+                    "serial": {"type": "string"},
+                    "power": {
+                        "type": "object", "additionalProperties": False,
+                        "properties": {"on": {"type": "string"}, "off": {"type": "string"}},
+                    },
+                    "qemu_args": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class BenchEntry:
+    """One board on the bench (resource)."""
+
+    name: str
+    board: str
+    probe: str
+    target: str | None = None
+    serial: str | None = None
+    power: dict = field(default_factory=dict)
+    qemu_args: tuple[str, ...] = ()
+
+    @property
+    def is_qemu(self) -> bool:
+        return self.probe.lower().startswith("qemu:")
+
+    def pyocd_target(self) -> str | None:
+        return self.target or (boards.get(self.board).pyocd or {}).get("target")
+
+
+def bench_file(path: str | os.PathLike | None) -> Path:
+    chosen = path or os.environ.get("SEEDFW_BENCH")
+    if not chosen:
+        raise SeedfwError("no bench file: pass --bench FILE or set SEEDFW_BENCH", None, "--bench")
+    return Path(chosen)
+
+
+def load(path: str | os.PathLike | None = None) -> list[BenchEntry]:
+    path = bench_file(path)
+    data, lines = yamlfile.load(path)
+    yamlfile.validate(data, SCHEMA, path, lines)
+    entries, seen = [], set()
+    known = set(boards.names())
+    for i, raw in enumerate(data["boards"]):
+        if raw["name"] in seen:
+            raise SeedfwError(f"duplicate bench entry '{raw['name']}'", path, f"boards[{i}].name")
+        if raw["board"] not in known:
+            raise SeedfwError(f"unknown board '{raw['board']}' (known: {', '.join(sorted(known))})",
+                              path, f"boards[{i}].board")
+        seen.add(raw["name"])
+        entries.append(BenchEntry(name=raw["name"], board=raw["board"], probe=raw["probe"],
+                                  target=raw.get("target"), serial=raw.get("serial"),
+                                  power=raw.get("power", {}), qemu_args=tuple(raw.get("qemu_args", ()))))
+    return entries
+
+
+def entry_for_board(entries: list[BenchEntry], board: str) -> BenchEntry | None:
+    return next((e for e in entries if e.board == board), None)
+
+
+# -- drivers ------------------------------------------------------------------------------------
+def free_port() -> int:
+    """An ephemeral loopback port (the OS picks it; the tiny reuse race is retried by the caller)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class QemuGdbTarget:
+    """QEMU for a board, halted at reset with its GDB stub on 127.0.0.1:<ephemeral port>.
+
+    No -kernel: a system reset would reload it over flashed data, so the flash starts erased
+    (zero) and the image arrives through the probe. UART output goes to `uart_log`.
+    """
+
+    def __init__(self, board, uart_log: str | os.PathLike | None = None, extra_args=()):
+        self.board = board
+        q = board.qemu
+        if not q:
+            raise SeedfwError("board has no qemu section", board.dir / "board.yaml", "qemu")
+        self._tmp = None
+        if uart_log is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="seedfw-qemu-")
+            uart_log = Path(self._tmp.name) / "uart.log"
+        self.uart_log = Path(uart_log)
+        self.extra_args = list(extra_args)
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def uid(self) -> str:
+        return f"qemu:127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        q = self.board.qemu
+        cmd = [q["binary"], "-machine", q["machine"], "-cpu", q["cpu"]]
+        cmd += [a for a in q.get("args", []) if a != "-nographic"]
+        return cmd + ["-nographic", "-monitor", "none", "-serial", f"file:{self.uart_log}",
+                      "-S", "-gdb", f"tcp:127.0.0.1:{self.port}", *self.extra_args]
+
+    def start(self) -> "QemuGdbTarget":
+        for _ in range(3):
+            self.port = free_port()
+            self.uart_log.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            except FileNotFoundError:
+                raise SeedfwError(f"{self.board.qemu['binary']} not installed",
+                                  self.board.dir / "board.yaml", "qemu.binary") from None
+            if self._wait_listening():
+                return self
+            self.stop()
+        raise SeedfwError("QEMU did not open its GDB stub", self.board.dir / "board.yaml", "qemu")
+
+    def _wait_listening(self, timeout: float = 5.0) -> bool:
+        # Look for the listening socket without connecting: a gdbstub connection pauses the guest.
+        deadline = time.monotonic() + timeout
+        needle = f":{self.port:04X} 00000000:0000 0A"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            with open("/proc/net/tcp") as f:
+                if any(needle in line for line in f):
+                    return True
+            time.sleep(0.01)
+        return False
+
+    def uart(self) -> str:
+        try:
+            return self.uart_log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait_uart(self, text: str, timeout: float = 5.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.uart()
+            if text in out:
+                return out
+            if self.proc and self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise SeedfwError(f"'{text}' did not appear on the UART within {timeout} s", self.uart_log, "uart")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc and self.proc.stderr:
+            self.proc.stderr.close()
+        self.proc = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        if self._tmp:
+            self._tmp.cleanup()
+        return False
+
+
+def probe_present(uid: str) -> bool:
+    """pyOCD enumeration: does a probe with this unique id answer?"""
+    from pyocd.probe.aggregator import DebugProbeAggregator
+
+    try:
+        return bool(DebugProbeAggregator.get_all_connected_probes(unique_id=uid))
+    except Exception:  # pyOCD raises its own Error for unknown probe types
+        return False
+
+
+def serial_present(serial: str | None) -> bool:
+    return serial in (None, "qemu") or Path(serial).exists()
+
+
+def run_power(entry: BenchEntry, which: str) -> None:
+    cmd = entry.power.get(which)
+    if cmd:
+        res = subprocess.run(shlex.split(cmd), capture_output=True, text=True)
+        if res.returncode:
+            detail = res.stderr.strip()[-200:]
+            raise SeedfwError(f"power {which} command failed (exit {res.returncode})" + (f": {detail}" if detail else ""),
+                              None, f"{entry.name}.power.{which}")
+
+
+def check(entry: BenchEntry) -> dict:
+    """Check one entry: QEMU entries are started on loopback and probed through the qemu plug-in."""
+    status = {"name": entry.name, "board": entry.board, "probe": entry.probe, "target": entry.pyocd_target()}
+    if entry.is_qemu and entry.probe.lower() == "qemu:auto":
+        with QemuGdbTarget(boards.get(entry.board), extra_args=entry.qemu_args) as q:
+            status["probe_present"] = probe_present(q.uid)
+            status["probe"] = q.uid
+    else:
+        status["probe_present"] = probe_present(entry.probe)
+    status["serial_present"] = serial_present(entry.serial)
+    status["ok"] = status["probe_present"] and status["serial_present"]
+    return status

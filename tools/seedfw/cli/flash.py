@@ -1,0 +1,235 @@
+"""Tasks: flash (program + verify through the board's backend), bench (list/check), counters."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from . import command
+from .. import bench as benchmod
+from .. import boards
+from ..errors import SeedfwError
+from ..paths import output_dir
+
+__all__ = ["flash", "bench", "counters"]
+
+EM_FOR_ARCH = {"armv7m": "EM_ARM", "aarch64": "EM_AARCH64"}
+
+
+# Which artifact of a build a backend programs when --image is not given (first one present).
+DEFAULT_ARTIFACTS = {"pyocd": ("mcu.elf", "mcu.hex", "mcu.bin"), "rockusb": ("idbloader.img",)}
+
+
+def find_image(board, image, output) -> Path:
+    """--image, or the board's flashable artifact listed in <out>/manifest.json (the build's)."""
+    if image:
+        return Path(image)
+    out = output_dir(board.name, output)
+    manifest = out / "manifest.json"
+    if not manifest.is_file():
+        raise SeedfwError("no --image given and no build output here (run the build first)", manifest)
+    artifacts = {a.get("name"): a.get("path") for a in json.loads(manifest.read_text()).get("artifacts", [])}
+    for name in DEFAULT_ARTIFACTS.get(board.flash_backend, ()):
+        if name in artifacts:
+            return out / artifacts[name]
+    raise SeedfwError(f"manifest lists none of {', '.join(DEFAULT_ARTIFACTS.get(board.flash_backend, ()))}; "
+                      "pass --image", manifest, "artifacts")
+
+
+def _manifest_for(image: Path) -> Path | None:
+    """The build manifest.json beside the image or in a parent (the image may sit in a sub-folder
+    of the output directory); None for a loose image."""
+    for folder in list(image.resolve().parents)[:3]:
+        candidate = folder / "manifest.json"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def check_image_board(board, image: Path) -> None:
+    """Refuse an image built for another board: the build manifest names the board, and an ELF
+    header says which architecture."""
+    manifest = _manifest_for(image)
+    if manifest is not None:
+        try:
+            built_for = json.loads(manifest.read_text()).get("board")
+        except json.JSONDecodeError:
+            raise SeedfwError("manifest is not valid JSON", manifest) from None
+        if built_for and built_for != board.name:
+            raise SeedfwError(f"image was built for board '{built_for}', not '{board.name}'", manifest, "board")
+    with open(image, "rb") as f:
+        head = f.read(20)
+    if head[:4] == b"\x7fELF":
+        from elftools.elf.elffile import ELFFile
+
+        with open(image, "rb") as f:
+            machine = ELFFile(f)["e_machine"]
+        want = EM_FOR_ARCH.get(board.arch)
+        if want and machine != want:
+            raise SeedfwError(f"ELF is for {machine}, board '{board.name}' needs {want}", image, "e_machine")
+
+
+@contextlib.contextmanager
+def reach_probe(board, probe, bench_path, uart_log=None):
+    """Yield (probe uid, pyOCD target or None, QemuGdbTarget or None) for a board: --probe wins,
+    else the bench entry for the board; `qemu:auto` starts QEMU on loopback for the duration."""
+    entry = None
+    if not probe:
+        if not (bench_path or os.environ.get("SEEDFW_BENCH")):
+            raise SeedfwError(f"no --probe and no bench file for board '{board.name}'", None, "--probe")
+        entries = benchmod.load(bench_path)
+        entry = benchmod.entry_for_board(entries, board.name)
+        if entry is None:
+            raise SeedfwError(f"no bench entry for board '{board.name}'", benchmod.bench_file(bench_path), "boards")
+        probe = entry.probe
+    target = entry.pyocd_target() if entry else None
+    if entry is not None:
+        benchmod.run_power(entry, "on")  # no-op unless the bench entry has a power.on command
+    if probe.lower() == "qemu:auto":
+        extra = entry.qemu_args if entry else ("-icount", "shift=3")
+        with benchmod.QemuGdbTarget(board, uart_log=uart_log, extra_args=extra) as q:
+            yield q.uid, target, q
+    else:
+        yield probe, target, None
+
+
+@command(help={
+    "board": "board name (board/<name>/board.yaml)",
+    "probe": "probe unique id (pyOCD UID such as cmsisdap:…, qemu:HOST:PORT, qemu:auto); default from the bench",
+    "image": "image to program (ELF, HEX or BIN); default: the board's artifact in <output>/manifest.json",
+    "bench": "bench file (default $SEEDFW_BENCH)",
+    "output": "build output directory (default output/<board>)",
+    "target": "pyOCD target type (default: bench entry, then board.yaml pyocd.target)",
+    "verify": "read back and compare every programmed byte (default on)",
+    "loader": "rockusb only: maskrom loader for `rkdeveloptool db`",
+})
+def flash(c, board, probe=None, image=None, bench=None, output=None, target=None, verify=True, loader=None):
+    """Program an image into a board through its flash backend, then verify it."""
+    from ..flash import runner_class
+
+    b = boards.get(board)
+    img = find_image(b, image, output)
+    if not img.is_file():
+        raise SeedfwError("image file not found", img, "--image")
+    check_image_board(b, img)
+    cls = runner_class(b.flash_backend, b.dir / "board.yaml")
+    if b.flash_backend != "pyocd":
+        result = cls.from_board(b, probe, loader=loader).flash(img, verify=verify)
+        print(f"ok: {result.image} -> {b.name} ({result.programmed_bytes} bytes)")
+        return
+    with reach_probe(b, probe, bench) as (uid, bench_target, qemu):
+        runner = cls.from_board(b, uid, target=target or bench_target)
+        result = runner.flash(img, verify=verify)
+        if qemu is not None:
+            # QEMU started for this task stops with it: show that the image runs first.
+            out = qemu.wait_uart("\n", timeout=5.0)
+            print("uart:", out.strip().splitlines()[0])
+    print(f"ok: {result.image} -> {b.name} ({result.programmed_bytes} bytes, "
+          f"{result.verified_bytes} verified)")
+
+
+@command(help={
+    "bench": "bench file (default $SEEDFW_BENCH)",
+    "check": "also check each entry (probe answers via pyOCD, serial exists; QEMU entries are started)",
+    "json": "print JSON",
+})
+def bench(c, bench=None, check=False, json_=False):
+    """List the boards on the bench and optionally check each one."""
+    entries = benchmod.load(bench)
+    rows = [benchmod.check(e) if check else
+            {"name": e.name, "board": e.board, "probe": e.probe, "target": e.pyocd_target()} for e in entries]
+    if json_:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            state = "" if not check else ("  ok" if r["ok"] else "  FAIL") + \
+                f" (probe {'yes' if r['probe_present'] else 'no'}, serial {'yes' if r['serial_present'] else 'no'})"
+            print(f"{r['name']:<16} {r['board']:<12} {r['probe']:<26} {r['target'] or '-'}{state}")
+    if check and not all(r["ok"] for r in rows):
+        raise SeedfwError("some bench entries failed their check", benchmod.bench_file(bench))
+
+
+@command(help={
+    "board": "board name",
+    "probe": "probe unique id (default from the bench; qemu:auto starts QEMU; A-class: qemu:HOST:PORT of a GDB stub)",
+    "elf": "firmware ELF with the `seedfw_stats` symbol (stats-block boards)",
+    "flash_first": "program the ELF first (always done for qemu:auto, whose fresh QEMU has no image)",
+    "bench": "bench file (default $SEEDFW_BENCH)",
+    "recorded": "YAML of recorded register values to decode instead of a live board (rk3588-dfi)",
+    "json": "print JSON",
+})
+def counters(c, board, probe=None, elf=None, flash_first=False, bench=None, recorded=None, json_=False):
+    """Read the board's counters (stats block or RK3588 DFI) through the probe."""
+    from ..counters import source_class
+
+    b = boards.get(board)
+    cls = source_class(b.counters, b.dir / "board.yaml")
+    if b.counters == "rk3588-dfi":
+        values = _dfi_counters(b, cls, probe, recorded)
+    else:
+        values = _stats_counters(b, cls, probe, elf, flash_first, bench)
+    if json_:
+        print(json.dumps(values, indent=2, sort_keys=True))
+    else:
+        for k, v in values.items():
+            print(f"{k:<20} {v}")
+
+
+def _stats_counters(b, cls, probe, elf, flash_first, bench_path):
+    from pyocd.core.helpers import ConnectHelper
+
+    from ..counters.base import PyocdReader
+    from ..flash import runner_class
+
+    source = cls(b, elf=elf)
+    if b.arch != "armv7m":
+        return _stats_counters_gdb(b, source, probe)
+    with reach_probe(b, probe, bench_path) as (uid, target, qemu):
+        target = target or (b.pyocd or {}).get("target")
+        if flash_first or qemu is not None:
+            runner_class("pyocd").from_board(b, uid, target=target, log=lambda *_: None).flash(elf)
+        if qemu is not None:
+            qemu.wait_uart("stats:", timeout=5.0)
+        session = ConnectHelper.session_with_chosen_probe(unique_id=uid, target_override=target,
+                                                          blocking=False, options={"connect_mode": "attach"})
+        if session is None:
+            raise SeedfwError(f"debug probe '{uid}' not found", None, "--probe")
+        with session:
+            return source.sample(PyocdReader(session.target))
+
+
+def _stats_counters_gdb(b, source, probe):
+    """A-class guests: pyOCD drives Cortex-M only, so read the block straight through the GDB stub
+    of a running QEMU (the guest is paused for the read and continues afterwards)."""
+    from ..counters.base import RspReader
+    from ..flash.qemu_probe.probe import parse_uid
+    from ..flash.qemu_probe.rsp import RspClient
+
+    try:
+        host, port = parse_uid(probe or "")
+    except ValueError:
+        raise SeedfwError(f"board '{b.name}' is read through a running QEMU's GDB stub: "
+                          "pass --probe qemu:HOST:PORT", None, "--probe") from None
+    rsp = RspClient(host, port)
+    try:
+        values = source.sample(RspReader(rsp))
+        if rsp.was_running_at_connect:
+            rsp.cont()
+    finally:
+        rsp.close()
+    return values
+
+
+def _dfi_counters(b, cls, probe, recorded):
+    from .. import yamlfile
+    from ..counters.rk3588_dfi import RecordedReader
+
+    if not recorded:
+        raise SeedfwError("no RK3588 board reachable here: pass --recorded FILE with register values "
+                          "(a live board needs a MEM-AP probe path, not available in this tree yet)",
+                          None, "--probe" if probe else "--recorded")
+    data, _ = yamlfile.load(recorded)
+    reads = {int(k): v for k, v in data["reads"].items()}
+    return cls(b, sleep=lambda s: None).sample(RecordedReader(reads))

@@ -1,0 +1,61 @@
+"""Counter sources: read counters through some memory access path and return a flat dict.
+
+`MemoryReader` is the one thing a source needs: read(addr, size) -> bytes and write32(addr, value).
+Implementations: a pyOCD target (probe), the QEMU GDB stub (A-class payload), or recorded register
+values (tests; hardware that is absent here).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Protocol
+
+
+class MemoryReader(Protocol):
+    def read(self, addr: int, size: int) -> bytes: ...
+
+    def write32(self, addr: int, value: int) -> None: ...
+
+
+class CounterSource:
+    """Base class; subclasses set `name` and implement `sample(reader) -> dict`."""
+
+    name = ""
+
+    def __init__(self, board):
+        self.board = board
+
+    def sample(self, reader: MemoryReader) -> dict:
+        raise NotImplementedError
+
+
+class PyocdReader:
+    """MemoryReader over a connected pyOCD target (any probe, including the qemu plug-in)."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def read(self, addr: int, size: int) -> bytes:
+        return bytes(self.target.read_memory_block8(addr, size))
+
+    def read32(self, addr: int) -> int:
+        return self.target.read32(addr)
+
+    def write32(self, addr: int, value: int) -> None:
+        self.target.write32(addr, value)
+
+
+class RspReader:
+    """MemoryReader over a GDB stub (QEMU A-class guests: no pyOCD, which is Cortex-M only)."""
+
+    def __init__(self, rsp):
+        self.rsp = rsp
+
+    def read(self, addr: int, size: int) -> bytes:
+        return self.rsp.read_memory(addr, size)
+
+    def read32(self, addr: int) -> int:
+        return struct.unpack("<I", self.read(addr, 4))[0]
+
+    def write32(self, addr: int, value: int) -> None:
+        self.rsp.write_memory(addr, struct.pack("<I", value))

@@ -1,0 +1,148 @@
+"""RK3588 DDR monitor (DFI) counters, per Linux drivers/devfreq/event/rockchip-dfi.c.
+
+Properties (board/rk3588/counters.yaml `dfi`): base, channels, stride, ddr_type, bus_width
+(bytes per channel; the kernel derives it from PMU1GRF OS_REG2: 4, or 2 when the BW field is
+non-zero), interval_ms.
+
+Sequence: per channel clear the enables, select the DDR type, set SOFTWARE_EN (CTRL is a
+"hiword-mask" register: bits 31:16 say which of bits 15:0 a write changes); sample all counters;
+wait; sample again; clear SOFTWARE_EN. Counters are free-running 32-bit, so deltas wrap modulo 2^32.
+bytes = access count x burst length (16 for LPDDR4/4X/5, 8 for LPDDR2/3 and DDR4) x bus width.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .. import yamlfile
+from ..errors import SeedfwError
+from .base import CounterSource
+
+CTRL, WR_NUM, RD_NUM, COUNT_NUM, ACCESS_NUM = 0x04, 0x20, 0x24, 0x28, 0x2C
+TIMER_CNT_EN, SOFTWARE_EN, HARDWARE_EN = 1 << 0, 1 << 1, 1 << 3
+DDR_TYPE_BITS = {"lpddr2": 1 << 2, "lpddr3": 1 << 2, "lpddr4": 1 << 4, "lpddr4x": 1 << 4,
+                 "ddr4": 1 << 5, "lpddr5": 1 << 6}
+DDR_TYPE_MASK = (1 << 2) | (1 << 4) | (1 << 5) | (1 << 6)
+BURST_LENGTH = {"lpddr2": 8, "lpddr3": 8, "ddr4": 8, "lpddr4": 16, "lpddr4x": 16, "lpddr5": 16}
+COUNTERS = {"write": WR_NUM, "read": RD_NUM, "cycles": COUNT_NUM, "access": ACCESS_NUM}
+
+SCHEMA = {
+    "type": "object", "required": ["dfi"], "additionalProperties": False,
+    "properties": {"dfi": {
+        "type": "object", "additionalProperties": False,
+        "required": ["base", "channels", "stride", "ddr_type", "bus_width"],
+        "properties": {
+            "base": {"type": "integer"},
+            "channels": {"type": "integer", "minimum": 1, "maximum": 4},
+            "stride": {"type": "integer", "minimum": 0x100},
+            "ddr_type": {"enum": sorted(DDR_TYPE_BITS)},
+            "bus_width": {"type": "array", "items": {"enum": [2, 4]}},
+            "interval_ms": {"type": "integer", "minimum": 1},
+        },
+    }},
+}
+
+
+def hiword(value: int, mask: int) -> int:
+    """HIWORD_UPDATE: change only the bits in `mask` (Rockchip GRF-style write-enable mask)."""
+    return (mask << 16) | (value & mask)
+
+
+@dataclass(frozen=True)
+class DfiConfig:
+    base: int
+    channels: int
+    stride: int
+    ddr_type: str
+    bus_width: tuple[int, ...]
+    interval_ms: int = 100
+
+    @classmethod
+    def load(cls, path) -> "DfiConfig":
+        data, lines = yamlfile.load(path)
+        yamlfile.validate(data, SCHEMA, path, lines)
+        d = data["dfi"]
+        if len(d["bus_width"]) != d["channels"]:
+            raise SeedfwError(f"{d['channels']} channels but {len(d['bus_width'])} bus widths", path,
+                              "dfi.bus_width")
+        return cls(d["base"], d["channels"], d["stride"], d["ddr_type"], tuple(d["bus_width"]),
+                   d.get("interval_ms", 100))
+
+    def reg(self, channel: int, offset: int) -> int:
+        return self.base + channel * self.stride + offset
+
+
+def enable(cfg: DfiConfig, reader) -> None:
+    for ch in range(cfg.channels):
+        ctrl = cfg.reg(ch, CTRL)
+        reader.write32(ctrl, hiword(0, TIMER_CNT_EN | SOFTWARE_EN | HARDWARE_EN))
+        reader.write32(ctrl, hiword(DDR_TYPE_BITS[cfg.ddr_type], DDR_TYPE_MASK))
+        reader.write32(ctrl, hiword(SOFTWARE_EN, SOFTWARE_EN))
+
+
+def disable(cfg: DfiConfig, reader) -> None:
+    for ch in range(cfg.channels):
+        reader.write32(cfg.reg(ch, CTRL), hiword(0, SOFTWARE_EN))
+
+
+def read_counters(cfg: DfiConfig, reader) -> list[dict[str, int]]:
+    return [{name: reader.read32(cfg.reg(ch, off)) for name, off in COUNTERS.items()}
+            for ch in range(cfg.channels)]
+
+
+def decode(cfg: DfiConfig, before: list[dict], after: list[dict]) -> dict:
+    """Deltas (modulo 2^32) per channel, with bytes = count x burst length x bus width."""
+    burst = BURST_LENGTH[cfg.ddr_type]
+    channels = []
+    for ch, (b, a) in enumerate(zip(before, after)):
+        delta = {k: (a[k] - b[k]) & 0xFFFFFFFF for k in COUNTERS}
+        unit = burst * cfg.bus_width[ch]
+        channels.append({**delta, "read_bytes": delta["read"] * unit, "write_bytes": delta["write"] * unit,
+                         "access_bytes": delta["access"] * unit})
+    total = {k: sum(c[k] for c in channels) for k in ("read_bytes", "write_bytes", "access_bytes")}
+    return {"ddr_type": cfg.ddr_type, "burst_length": burst, "channels": channels, "total": total}
+
+
+class Rk3588DfiCounters(CounterSource):
+    """DDR read/write traffic over one sampling interval."""
+
+    name = "rk3588-dfi"
+
+    def __init__(self, board, config_path=None, sleep=time.sleep):
+        super().__init__(board)
+        self.cfg = DfiConfig.load(config_path or board.dir / "counters.yaml")
+        self.sleep = sleep
+
+    def sample(self, reader) -> dict:
+        enable(self.cfg, reader)
+        try:
+            before = read_counters(self.cfg, reader)
+            self.sleep(self.cfg.interval_ms / 1000)
+            after = read_counters(self.cfg, reader)
+        finally:
+            disable(self.cfg, reader)
+        result = decode(self.cfg, before, after)
+        result["interval_ms"] = self.cfg.interval_ms
+        return result
+
+
+class RecordedReader:
+    """MemoryReader replaying recorded register values (each address: values in read order) and
+    logging writes — stands in for a board that is not here."""
+
+    def __init__(self, reads: dict[int, list[int]]):
+        self.reads = {addr: list(vals) for addr, vals in reads.items()}
+        self.writes: list[tuple[int, int]] = []
+
+    def read32(self, addr: int) -> int:
+        vals = self.reads.get(addr)
+        if not vals:
+            raise SeedfwError(f"no recorded value left for register {addr:#010x}", None, "recording")
+        return vals.pop(0)
+
+    def read(self, addr: int, size: int) -> bytes:
+        return b"".join(self.read32(addr + i).to_bytes(4, "little") for i in range(0, size, 4))
+
+    def write32(self, addr: int, value: int) -> None:
+        self.writes.append((addr, value))

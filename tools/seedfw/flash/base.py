@@ -1,0 +1,67 @@
+"""Flash backends: one small base class, one subclass per backend (west-runner style).
+
+A runner is built from a board (what the hardware is) plus a probe/device id from the bench (how
+to reach it), and offers `flash(image, verify=True)`. Backends register in `flash/__init__.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import SeedfwError
+
+
+@dataclass
+class FlashResult:
+    """What a flash run did; `verified_bytes` counts bytes read back and compared."""
+
+    image: Path
+    backend: str
+    programmed_bytes: int = 0
+    verified_bytes: int = 0
+    seconds: float = 0.0
+    regions: list[tuple[int, int]] = field(default_factory=list)  # (address, length)
+
+    @property
+    def throughput_kib_s(self) -> float:
+        return self.programmed_bytes / 1024 / self.seconds if self.seconds else 0.0
+
+
+class FlashRunner:
+    """Base class. Subclasses set `name` and `capabilities` and implement `flash`.
+
+    capabilities: subset of {"flash", "verify", "reset", "erase"}.
+    """
+
+    name = ""
+    capabilities: frozenset[str] = frozenset()
+
+    def __init__(self, board, probe_uid: str | None = None, log=print):
+        self.board = board
+        self.probe_uid = probe_uid
+        self.log = log
+
+    @classmethod
+    def from_board(cls, board, probe_uid: str | None = None, **kwargs) -> "FlashRunner":
+        return cls(board, probe_uid, **kwargs)
+
+    def flash(self, image: str | Path, verify: bool = True) -> FlashResult:
+        raise NotImplementedError
+
+    @staticmethod
+    def check_image(image: str | Path) -> Path:
+        image = Path(image)
+        if not image.is_file():
+            raise SeedfwError("image file not found", image, "--image")
+        return image
+
+
+def first_mismatch(expected: bytes, actual: bytes) -> int | None:
+    """Offset of the first differing byte (a length difference counts), or None when equal."""
+    if expected == actual:
+        return None
+    for i, (a, b) in enumerate(zip(expected, actual)):
+        if a != b:
+            return i
+    return min(len(expected), len(actual))

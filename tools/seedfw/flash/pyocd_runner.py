@@ -1,0 +1,128 @@
+"""`pyocd` backend: program through pyOCD's Python API, reset, then verify every programmed byte.
+
+Properties (from board.yaml `pyocd`): target (pyOCD target type), flash.base (where a raw .bin
+goes). Probe: any pyOCD unique id (`cmsisdap:…`, `stlink:…`, `qemu:HOST:PORT`).
+
+Why verify here: pyOCD trusts the flash algorithm's return code, so an algorithm that reports
+success without programming (the tests' negative control) slips through; reading the bytes back is
+the only proof. Zephyr's pyocd runner has no verify step.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from ..errors import SeedfwError
+from .base import FlashResult, FlashRunner, first_mismatch
+
+
+def image_regions(image: Path, bin_base: int) -> list[tuple[int, bytes]]:
+    """(address, bytes) pairs that programming `image` writes: ELF LOAD segments at their physical
+    (load) address, Intel HEX records, or a raw binary at `bin_base`."""
+    suffix = image.suffix.lower()
+    if suffix in (".elf", ".axf", ".out"):
+        regions = []
+        with open(image, "rb") as f:
+            elf = ELFFile(f)
+            for seg in elf.iter_segments():
+                if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]:
+                    regions.append((seg["p_paddr"], seg.data()[:seg["p_filesz"]]))
+        return regions
+    if suffix in (".hex", ".ihex"):
+        from intelhex import IntelHex  # a pyOCD dependency
+
+        ih = IntelHex(str(image))
+        return [(start, ih.tobinstr(start, end - 1)) for start, end in ih.segments()]
+    return [(bin_base, image.read_bytes())]
+
+
+class PyocdRunner(FlashRunner):
+    """Flash through pyOCD; capabilities: flash, verify, reset, erase."""
+
+    name = "pyocd"
+    capabilities = frozenset({"flash", "verify", "reset", "erase"})
+
+    def __init__(self, board, probe_uid=None, log=print, target: str | None = None, options=None):
+        super().__init__(board, probe_uid, log)
+        cfg = board.pyocd or {}
+        self.target = target or cfg.get("target")
+        self.flash_base = cfg.get("flash", {}).get("base", 0)
+        self.options = dict(options or {})
+        if not self.target:
+            raise SeedfwError("board has no pyOCD target", board.dir / "board.yaml", "pyocd.target")
+        if not probe_uid:
+            raise SeedfwError("no probe given and none on the bench for this board", None, "--probe")
+
+    def _session(self):
+        from pyocd.core.helpers import ConnectHelper
+
+        # pyOCD logs its own progress at INFO; the runner prints a summary instead.
+        logging.getLogger("pyocd").setLevel(logging.WARNING)
+        session = ConnectHelper.session_with_chosen_probe(
+            unique_id=self.probe_uid, target_override=self.target, blocking=False,
+            options={"frequency": 4000000, **self.options})
+        if session is None:
+            raise SeedfwError(f"debug probe '{self.probe_uid}' not found", None, "--probe")
+        return session
+
+    def flash(self, image, verify=True) -> FlashResult:
+        from pyocd.core.exceptions import Error as PyocdError
+        from pyocd.flash.file_programmer import FileProgrammer
+
+        image = self.check_image(image)
+        regions = image_regions(image, self.flash_base)
+        total = sum(len(data) for _, data in regions)
+        result = FlashResult(image=image, backend=self.name, programmed_bytes=total,
+                             regions=[(addr, len(data)) for addr, data in regions])
+        last = [0.0]  # previous progress fraction
+        phases: list[str] = []
+
+        def progress(fraction):
+            # pyOCD reports each phase (erase, then program) from 0 to 1, sometimes repeating 1.0;
+            # log each phase once, when it completes.
+            if fraction >= 1.0 and last[0] < 1.0:
+                phases.append("erase" if not phases else "program")
+                self.log(f"  {phases[-1]}: done")
+            last[0] = fraction
+
+        try:
+            session = self._session()
+            with session:
+                start = time.monotonic()
+                kwargs = {} if image.suffix.lower() in (".elf", ".axf", ".out", ".hex", ".ihex") \
+                    else {"base_address": self.flash_base}
+                FileProgrammer(session, progress=progress).program(str(image), **kwargs)
+                result.seconds = time.monotonic() - start
+                self.log(f"programmed {total} bytes in {result.seconds:.2f} s "
+                         f"({result.throughput_kib_s:.1f} KiB/s) via {self.probe_uid}")
+                # Reset and hold at the reset vector, read back, and only then let the core run:
+                # an image that did not land (erased vector table) would lock the core up, and
+                # QEMU exits on lockup, before the readback could say what went wrong.
+                session.target.reset_and_halt()
+                if verify:
+                    result.verified_bytes = self._verify(session.target, image, regions)
+                session.target.resume()
+        except PyocdError as exc:
+            raise SeedfwError(f"pyOCD: {exc}", image, "--probe") from None
+        return result
+
+    def _verify(self, target, image: Path, regions) -> int:
+        start = time.monotonic()
+        checked = 0
+        for addr, data in regions:
+            readback = bytes(target.read_memory_block8(addr, len(data)))
+            off = first_mismatch(data, readback)
+            if off is not None:
+                ndiff = sum(1 for a, b in zip(data, readback) if a != b)
+                raise SeedfwError(
+                    f"readback differs from the image: first mismatch at offset {checked + off:#x} (address {addr + off:#010x}): "
+                    f"expected {data[off]:#04x}, read {readback[off]:#04x} ({ndiff} of {len(data)} bytes differ)",
+                    image, "verify")
+            checked += len(data)
+        secs = time.monotonic() - start
+        self.log(f"verified {checked} bytes in {secs:.2f} s: readback matches the image")
+        return checked

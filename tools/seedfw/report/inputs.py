@@ -1,0 +1,323 @@
+"""Adapters: read what the other stages left in an output directory, tolerating absence.
+
+Each reader returns `(data, note)`: data is None when the input is absent or unusable, and note
+then says why ("not available: <why>"), so the report can omit the section and say so instead
+of failing. Field names are looked up through small alias lists because the producing stages
+(images, compression, models, counters) are developed alongside; the aliases accepted are listed
+in each docstring and in /work/notes/readme-report.md. A present but malformed JSON file is not
+silently skipped: it raises SeedfwError naming the file (bad input must be loud).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import util
+from ..errors import SeedfwError
+from ..paths import ROOT
+
+ELF_MACHINES = ("AArch64", "ARM")   # target ELFs; host tools in a build tree (fiptool) are skipped
+# Decompression cost when no benchmark result exists: an estimate, labelled as such. Basis:
+# python-lz4 (liblz4 1.9.4) decompresses rodata at 1.5-4.5 GB/s on this class of ~3 GHz x86
+# host (FACTS.md), i.e. roughly 0.7-2 cycles/byte; boot code on a Cortex-A with cold caches is
+# slower, so we take the pessimistic end.
+DEFAULT_CYCLES_PER_BYTE = 2.0
+SPEED_FILES = ("bench/results/lz4_speed.json",)
+# Identifiers and settings in a counters JSON (stats block header, DFI configuration): shown by
+# `invoke counters`, but they are not measurements.
+NOT_COUNTERS = {"magic", "version", "ddr_type", "burst_length", "bus_width", "address"}
+
+
+def not_available(why: str) -> str:
+    return f"not available: {why}"
+
+
+def pick(d: dict, *keys, default=None):
+    """First present key of `keys` in d (the alias lists of the producers' formats)."""
+    for k in keys:
+        if isinstance(d, dict) and k in d and d[k] is not None:
+            return d[k]
+    return default
+
+
+def load_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SeedfwError(f"not valid JSON: {exc.msg}", path, f"line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise SeedfwError("not valid JSON: not UTF-8 text", path) from None
+
+
+def read_json_input(path: Path, what: str):
+    """(parsed, None) or (None, 'not available: …') when the file does not exist."""
+    if not path.is_file():
+        return None, not_available(f"{what} ({path.name} not found)")
+    return load_json(path), None
+
+
+def read_config(outdir: Path):
+    """<out>/config.json (seedfw.config.configure writes it): symbol → value."""
+    data, note = read_json_input(outdir / "config.json", "configuration")
+    if data is not None and not isinstance(data, dict):
+        raise SeedfwError("must be a JSON object of symbol values", outdir / "config.json")
+    if isinstance(data, dict) and isinstance(data.get("values"), dict):
+        data = data["values"]
+    return data, note
+
+
+def read_manifest(outdir: Path):
+    """<out>/manifest.json from the image stage; any JSON object."""
+    data, note = read_json_input(outdir / "manifest.json", "image manifest")
+    if data is not None and not isinstance(data, dict):
+        raise SeedfwError("must be a JSON object", outdir / "manifest.json")
+    return data, note
+
+
+def _manifest_entries(manifest: dict | None, key: str) -> list[dict]:
+    """manifest[key] as a list of dicts; accepts a list of objects or {name: object}."""
+    if not manifest:
+        return []
+    value = manifest.get(key)
+    if isinstance(value, dict):
+        return [dict(v, name=pick(v, "name", default=k)) for k, v in value.items()
+                if isinstance(v, dict)]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, dict)]
+    return []
+
+
+def _entry_file(entry: dict) -> str | None:
+    name = pick(entry, "file", "path", "filename", "name")
+    return Path(name).name if isinstance(name, str) else None
+
+
+def list_images(outdir: Path, manifest: dict | None):
+    """Files in <out>/images/ with size and sha256 computed from the bytes, plus what the
+    manifest says about each (manifest `images`: list of {file|path|name, size, sha256, format,
+    load_address} or {name: {...}})."""
+    images_dir = outdir / "images"
+    if not images_dir.is_dir():
+        return None, not_available("no images (images/ not found; run 'invoke build')")
+    by_file = {_entry_file(e): e for e in _manifest_entries(manifest, "images") +
+               _manifest_entries(manifest, "artifacts")}
+    rows = []
+    for path in sorted(p for p in images_dir.rglob("*") if p.is_file()
+                       and not p.name.startswith(".")):
+        entry = by_file.get(path.name, {})
+        rows.append(dict(file=str(path.relative_to(images_dir)), path=path,
+                         size=path.stat().st_size, sha256=util.sha256_file(path),
+                         manifest_sha256=pick(entry, "sha256"),
+                         manifest_size=pick(entry, "size", "bytes"),
+                         format=pick(entry, "format", "type") or sniff_format(path),
+                         in_manifest=bool(entry)))
+    if not rows:
+        return None, not_available("images/ is empty")
+    return rows, None
+
+
+_MAGICS = ((b"\x7fELF", "elf"), (b"\xd0\x0d\xfe\xed", "fit"), (b"SLZ4", "lz4blk"),
+           (b"\x27\x05\x19\x56", "uimage"))
+
+
+def sniff_format(path: Path) -> str:
+    """Format from the first bytes when the manifest does not say: elf, fit (any FDT blob),
+    lz4blk (our container), uimage, else 'raw'."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    return next((name for magic, name in _MAGICS if head == magic), "raw")
+
+
+def find_elfs(outdir: Path, manifest: dict | None = None) -> list[Path]:
+    """Target ELFs of a build: manifest `elfs` (list of paths relative to <out>, or objects
+    with path/file), else every `*.elf` under <out> that is an executable or shared object
+    for ARM/AArch64 (object files and host tools are skipped), one per content hash."""
+    from .. import stats
+    listed = _manifest_entries(manifest, "elfs") or [
+        {"path": p} for p in (manifest or {}).get("elfs", []) if isinstance(p, str)]
+    if listed:
+        paths = [outdir / pick(e, "path", "file") for e in listed if pick(e, "path", "file")]
+        return [p for p in paths if p.is_file()]
+    found, seen = [], set()
+    # images/ first: when build/ holds the same bytes, the shipped copy names the ELF.
+    candidates = sorted(outdir.rglob("*.elf"), key=lambda p: (p.parts[len(outdir.parts)] !=
+                                                             "images", p))
+    for path in candidates:
+        if "report" in path.relative_to(outdir).parts[:1] or not path.is_file():
+            continue
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                continue
+        try:
+            info = stats.read_elf(path, top=0)["elf"]
+        except SeedfwError:
+            continue
+        if info["type"] not in ("EXEC", "DYN") or info["machine"] not in ELF_MACHINES:
+            continue
+        digest = util.sha256_file(path)
+        if digest not in seen:
+            seen.add(digest)
+            found.append(path)
+    return found
+
+
+def read_compression(outdir: Path):
+    """<out>/compression.json (seedfw.compress.sections.write_report): top level {elf,
+    block_size, dictionary {source, size, stored}, sections [...], total}; per section
+    {name|section, raw|raw_bytes|original_size, no_dict|compressed_no_dict, with_dict|
+    compressed_dict, chosen|compressed|compressed_bytes (bytes actually stored), dict_stored|
+    dict_bytes|dictionary_bytes, use_dict, blocks|block_count, image|elf}. A section that does
+    not use the dictionary is charged no dictionary bytes. Returns (rows, summary, note);
+    summary = {dictionary, dict_total}: the dictionary stored once for all sections that use it
+    (what one image sharing one dictionary pays)."""
+    path = outdir / "compression.json"
+    data, note = read_json_input(path, "compression results")
+    if data is None:
+        return None, None, note
+    entries = _manifest_entries(data, "sections") if isinstance(data, dict) else \
+        [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+    top = data if isinstance(data, dict) else {}
+    rows = []
+    for i, e in enumerate(entries):
+        raw = pick(e, "raw", "raw_bytes", "original_size", "uncompressed")
+        with_dict = pick(e, "with_dict", "compressed_dict")
+        stored = pick(e, "chosen", "compressed", "compressed_bytes", default=with_dict)
+        if not isinstance(raw, int) or not isinstance(stored, int):
+            raise SeedfwError("needs integer raw and compressed (chosen) byte counts", path,
+                              f"sections[{i}]")
+        uses_dict = pick(e, "use_dict", default=True)
+        dict_bytes = pick(e, "dict_stored", "dict_bytes", "dictionary_bytes", default=0)
+        rows.append(dict(section=pick(e, "section", "name", default=f"#{i}"),
+                         image=pick(e, "image", "elf", default=pick(top, "image", "elf")),
+                         raw=raw, compressed=stored, compressed_dict=with_dict,
+                         compressed_no_dict=pick(e, "no_dict", "compressed_no_dict"),
+                         dict_bytes=dict_bytes if uses_dict else 0, uses_dict=bool(uses_dict),
+                         dict_net_gain=pick(e, "net_gain"),
+                         blocks=pick(e, "blocks", "block_count"),
+                         block_size=pick(e, "block_size", default=pick(top, "block_size"))))
+    if not rows:
+        return None, None, not_available(f"{path.name} lists no compressed sections")
+    dictionary = top.get("dictionary") if isinstance(top.get("dictionary"), dict) else None
+    stored_once = pick(dictionary or {}, "stored", "bytes", "size")
+    if isinstance(stored_once, int):
+        dict_total = stored_once if any(r["uses_dict"] and r["dict_bytes"] for r in rows) else 0
+    else:
+        dict_total = sum(r["dict_bytes"] for r in rows)
+    return rows, dict(dictionary=dictionary, dict_total=dict_total), None
+
+
+def read_decompress_speed(outdir: Path):
+    """Cycles per byte of the decompressor: from a benchmark result (bench/results/
+    lz4_speed.json in the tree or <out>/bench/lz4_speed.json: {cycles_per_byte} or
+    {bytes, cycles}) → kind 'measured' source the file; else the documented constant →
+    kind 'estimated'. Returns a figure dict."""
+    for path in [outdir / "bench" / "lz4_speed.json"] + [ROOT / p for p in SPEED_FILES]:
+        if not path.is_file():
+            continue
+        data = load_json(path)
+        cpb = pick(data, "cycles_per_byte", "ours_cycles_per_byte")
+        if cpb is None and pick(data, "cycles") and pick(data, "bytes"):
+            cpb = data["cycles"] / data["bytes"]
+        if isinstance(cpb, (int, float)) and cpb > 0:
+            return dict(value=round(float(cpb), 3), unit="cycles/byte", kind="measured",
+                        source=_rel(path), note="decompressor benchmark result")
+    return dict(value=DEFAULT_CYCLES_PER_BYTE, unit="cycles/byte", kind="estimated",
+                source="constant seedfw.report.inputs.DEFAULT_CYCLES_PER_BYTE",
+                note="no decompressor benchmark result found (bench/results/lz4_speed.json); "
+                     "liblz4 decompresses 1.5-4.5 GB/s on a ~3 GHz host, the slow end is taken")
+
+
+def read_models(outdir: Path, manifest: dict | None, board: str | None = None,
+                config: dict | None = None):
+    """Model blobs: manifest `models` ({name, file|path (relative to <out>), size|bytes,
+    compressed_size|stored_size}), else the files in <out>/models/, else what
+    seedfw.models.for_build(board, config) says the build embeds (the board's models.yaml)."""
+    rows = []
+    for e in _manifest_entries(manifest, "models"):
+        rel = pick(e, "file", "path", "blob")
+        path = (outdir / rel) if isinstance(rel, str) else None
+        size = pick(e, "size", "bytes", "raw_size")
+        if size is None and path is not None and path.is_file():
+            size = path.stat().st_size
+        if not isinstance(size, int):
+            continue
+        rows.append(dict(name=pick(e, "name", default=Path(rel or "?").name), size=size,
+                         compressed_size=pick(e, "compressed_size", "stored_size"),
+                         path=path if path is not None and path.is_file() else None))
+    if not rows and (outdir / "models").is_dir():
+        for path in sorted(p for p in (outdir / "models").iterdir() if p.is_file()):
+            rows.append(dict(name=path.name, size=path.stat().st_size, compressed_size=None,
+                             path=path))
+    if not rows and board and config:
+        rows = _models_from_tree(board, config)
+    if not rows:
+        return None, not_available("no model blobs (manifest has no 'models', no models/ dir, "
+                                   "CONFIG_MODELS off or no model manifest)")
+    return rows, None
+
+
+def _models_from_tree(board: str, config: dict) -> list[dict]:
+    try:
+        from .. import boards, models
+    except ImportError:
+        return []
+    try:
+        board_obj = boards.get(board)
+    except SeedfwError:
+        return []
+    return [dict(name=m.name, size=m.size, path=m.path,
+                 compressed_size=m.stored_size if m.compression == "lz4" else None)
+            for m in models.for_build(board_obj, config)]
+
+
+def read_counters(path: Path | None):
+    """A counters JSON (`invoke counters --json`): every numeric leaf becomes a measured figure
+    named by its JSON path (e.g. 'bytes_decompressed', 'channels.0.read_bytes'), except the
+    identifiers and settings in NOT_COUNTERS; unit guessed from the name (byte, cycle, ns)."""
+    if path is None:
+        return None, not_available("no counters given (--counters FILE from 'invoke counters "
+                                   "--json')")
+    path = Path(path)
+    if not path.is_file():
+        raise SeedfwError("no such file", path)
+    data = load_json(path)
+    out = []
+
+    def walk(node, prefix):
+        if isinstance(node, bool) or prefix.rsplit(".", 1)[-1] in NOT_COUNTERS:
+            return
+        if isinstance(node, (int, float)):
+            out.append(dict(name=prefix, value=node, kind="measured", source=path.name,
+                            unit=_guess_unit(prefix)))
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{prefix}.{k}" if prefix else str(k))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{prefix}.{i}" if prefix else str(i))
+
+    walk(data, "")
+    if not out:
+        raise SeedfwError("holds no numeric counter values", path)
+    return out, None
+
+
+def _guess_unit(name: str) -> str:
+    low = name.lower()
+    if "byte" in low:
+        return "bytes"
+    if "cycle" in low or "cntvct" in low or "systick" in low:
+        return "cycles"
+    if low.endswith(("_ns", "ns")):
+        return "ns"
+    if low.endswith(("_us", "us")):
+        return "us"
+    return "count"
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return path.name

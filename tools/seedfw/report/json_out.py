@@ -1,0 +1,33 @@
+"""report.json: the versioned, schema-checked form of the report (schema/report-v1.json)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from ..errors import SeedfwError
+
+SCHEMA_FILE = Path(__file__).with_name("schema") / "report-v1.json"
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict:
+    return json.loads(SCHEMA_FILE.read_text())
+
+
+def validate(report: dict) -> None:
+    """Raise SeedfwError naming the first field that breaks the schema (a bug in the model,
+    or an adapter let bad input through: never write a report that lies about its schema)."""
+    import jsonschema
+    validator = jsonschema.Draft202012Validator(schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(report))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise SeedfwError(f"report does not match {SCHEMA_FILE.name}: {error.message}",
+                          "report.json", where)
+
+
+def render(report: dict) -> str:
+    validate(report)
+    return json.dumps(report, indent=2, sort_keys=True) + "\n"
