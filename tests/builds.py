@@ -1,0 +1,37 @@
+"""Real builds shared by the slow tests: each board is built once per session.
+
+Plain functions (no pytest fixtures here) so conftest.py can wrap them, e.g.
+
+    @pytest.fixture(scope="session")
+    def rk3588_build(tmp_path_factory):
+        return builds.build_board("rk3588", tmp_path_factory)
+
+Downloads go to the normal shared cache (SEEDFW_DL_DIR or ~/.cache/seedfw/dl), so a test session
+fetches TF-A from the Debian source archive at most once per machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seedfw import build as build_mod
+
+_BUILT: dict[tuple, "build_mod.BuildResult"] = {}
+
+
+def build_board(name: str, tmp_path_factory, fragments=(), tag: str = "") -> "build_mod.BuildResult":
+    """Build `name` (once per session per name/fragments/tag) into a pytest temporary directory."""
+    key = (name, tuple(str(f) for f in fragments), tag)
+    if key not in _BUILT:
+        out = tmp_path_factory.mktemp(f"build-{name}{'-' + tag if tag else ''}")
+        _BUILT[key] = build_mod.build(name, out, fragments)
+    return _BUILT[key]
+
+
+def rebuild(result: "build_mod.BuildResult", fragments=()) -> "build_mod.BuildResult":
+    """Build again into the same output directory (no-op unless `fragments` change something)."""
+    return build_mod.build(result.board, result.outdir, fragments)
+
+
+def image(result: "build_mod.BuildResult", name: str) -> Path:
+    return Path(result.outdir) / "images" / name

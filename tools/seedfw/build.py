@@ -1,0 +1,114 @@
+"""The build, top-down: configure → plan → run → images + manifest.
+
+Later stages (section compression, DVFS tables, models, FIT/boot package, reports) plug in through
+`STAGES`: each entry names a module that, when it exists, provides
+    add_steps(plan: seedfw.plan.Plan, ctx: seedfw.packages.BuildContext) -> list[pathlib.Path]
+adding its steps to the plan (depending on e.g. "tfa.build") and returning the artifacts it leaves in
+<out>/images/. A stage whose module is not in the tree yet is reported as not available — the build
+never invents its outputs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__, packages, util
+from . import config as config_mod
+from .plan import Plan
+
+# (stage name, module providing add_steps), in pipeline order. The lead wires each one in.
+STAGES = [
+    ("compress", "seedfw.compress.stage"),     # LZ4 section compression of built ELFs
+    ("dvfs", "seedfw.dvfs_stage"),             # OPP tables, .dvfs_hint harvest
+    ("models", "seedfw.models_stage"),         # model blobs, validated
+    ("image", "seedfw.images.stage"),          # FIT / boot package / flash image
+    ("report", "seedfw.report.stage"),         # ELF stats, JSON/Markdown/HTML reports
+]
+
+
+@dataclass
+class BuildResult:
+    board: str
+    outdir: Path
+    records: list[dict]
+    manifest: dict
+    missing_stages: list[str]
+    seconds: float
+
+    @property
+    def ran(self) -> list[str]:
+        return [r["step"] for r in self.records if r["action"] == "ran"]
+
+
+def build(board: str, output=None, fragments=(), jobs: int | None = None, strict: bool = False,
+          console=None) -> BuildResult:
+    """Build one board into its output directory; returns what ran and the manifest."""
+    started = time.monotonic()
+    say = console.print if console is not None else (lambda *a, **k: None)
+    cfg = config_mod.configure(board, output, fragments, strict)
+    for warning in cfg.warnings:
+        say(f"[yellow]warning:[/] {warning}", markup=True)
+    ctx = packages.BuildContext(cfg, progress=lambda m: say(m, markup=False, highlight=False))
+    say(f"[bold]{board}[/]: build {ctx.build_id} → {_shown(ctx.outdir)}")
+
+    plan = Plan(ctx.outdir, jobs, console)
+    artifacts: list[Path] = []
+    for pkg in packages.enabled(cfg.values):
+        plan.add(*pkg.steps(ctx))
+        artifacts += pkg.artifacts(ctx)
+    missing = []
+    for name, module in STAGES:
+        stage = _stage(module)
+        if stage is None:
+            missing.append(name)
+        else:
+            artifacts += stage.add_steps(plan, ctx) or []
+
+    records = plan.run()
+    manifest = write_manifest(ctx, artifacts)
+    if missing:
+        say(f"[yellow]stages not available in this tree yet (nothing produced for them): "
+            f"{', '.join(missing)}[/]")
+    seconds = time.monotonic() - started
+    ran = sum(r["action"] == "ran" for r in records)
+    say(f"[bold]{board}[/]: {ran} step(s) ran, {len(records) - ran} up to date, {seconds:.1f} s; "
+        f"images in {_shown(ctx.outdir / 'images')}")
+    return BuildResult(board, ctx.outdir, records, manifest, missing, seconds)
+
+
+def _stage(module: str):
+    """The stage module if it is in the tree (and provides add_steps), else None."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):   # the stage itself is absent, not a dependency
+            return None
+        raise
+    return mod if hasattr(mod, "add_steps") else None
+
+
+def write_manifest(ctx, artifacts: list[Path]) -> dict:
+    """<out>/manifest.json: board, config hash, build id and each artifact's sha256 and size.
+
+    Paths are relative to the output directory, so two output dirs of the same build give the same
+    manifest.
+    """
+    entries = []
+    for path in sorted(set(artifacts)):
+        if path.is_file():
+            entries.append({"name": path.name, "path": os.path.relpath(path, ctx.outdir),
+                            "size": path.stat().st_size, "sha256": util.sha256_file(path)})
+    manifest = {"board": ctx.board.name, "seedfw_version": __version__,
+                "config_hash": config_mod.config_hash(ctx.values), "build_id": ctx.build_id,
+                "artifacts": entries}
+    util.write_json(ctx.outdir / "manifest.json", manifest)
+    return manifest
+
+
+def _shown(path: Path) -> str:
+    rel = os.path.relpath(path)
+    return path.as_posix() if rel.startswith("..") else rel

@@ -1,0 +1,123 @@
+"""Buildable packages: one class per thing we compile (binman-like: one entry type per module).
+
+Each package class lists in its docstring the Kconfig symbols it reads and the outputs it produces,
+and turns a configuration into plan Steps. Adding a package is one new module plus one line in
+`REGISTRY` below.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import config as config_mod
+from .. import plan, util
+from ..errors import SeedfwError
+from ..paths import FIRMWARE_DIR
+
+# Firmware code shared between our C programs (binary layouts, crc32/sha256): every firmware
+# package's stamp includes these trees, since any of them may be compiled into its image.
+SHARED_FIRMWARE = ("include", "common")
+
+
+@dataclass
+class BuildContext:
+    """What every package needs to know about the build it is part of."""
+
+    config: object                      # seedfw.config.Config (values, board, outdir)
+    progress: Callable[[str], None] = print
+
+    @property
+    def values(self) -> dict:
+        return self.config.values
+
+    @property
+    def board(self):
+        return self.config.board
+
+    @property
+    def outdir(self) -> Path:
+        return Path(self.config.outdir)
+
+    @property
+    def images(self) -> Path:
+        return self.outdir / "images"
+
+    @property
+    def stamp_dir(self) -> Path:
+        return self.outdir / "stamps"
+
+    def build_dir(self, name: str) -> Path:
+        return self.outdir / "build" / name
+
+    @property
+    def build_id(self) -> str:
+        """CONFIG_BUILD_ID, or (empty) the first 12 hex digits of the configuration hash."""
+        return self.values.get("BUILD_ID") or config_mod.config_hash(self.values)[:12]
+
+    @property
+    def make_jobs(self) -> int:
+        """Parallel jobs inside one package's make: CONFIG_BUILD_JOBS, 0 = number of cores."""
+        return int(self.values.get("BUILD_JOBS") or 0) or (os.cpu_count() or 1)
+
+    def toolchain(self, compiler: str) -> str:
+        return plan.toolchain_version(compiler, self.stamp_dir)
+
+
+class Package:
+    """Base class. `name` is the package's log name and step prefix; `symbols` the Kconfig it reads."""
+
+    name = ""
+    symbols: tuple[str, ...] = ()
+
+    def enabled(self, values: dict) -> bool:
+        raise NotImplementedError
+
+    def steps(self, ctx: BuildContext) -> list[plan.Step]:
+        raise NotImplementedError
+
+    def artifacts(self, ctx: BuildContext) -> list[Path]:
+        """Files this package leaves in <out>/images/."""
+        return []
+
+    # helpers shared by packages
+    @staticmethod
+    def source_hashes(own: Path) -> dict:
+        """Stamp input for a firmware tree of ours: its files plus the shared firmware trees."""
+        trees = {own.name: own, **{d: FIRMWARE_DIR / d for d in SHARED_FIRMWARE}}
+        return {name: plan.tree_hash(path) for name, path in trees.items() if path.is_dir()}
+
+    @staticmethod
+    def install(files: dict[str, Path], images: Path) -> None:
+        """Copy build outputs into images/ under their final names (atomically)."""
+        for final, built in files.items():
+            if not Path(built).is_file():
+                raise SeedfwError(f"expected build output is missing: {built}")
+            util.copy_file(built, images / final)
+
+    @staticmethod
+    def fresh_dir(path: Path) -> Path:
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+
+def _registry():
+    from .mcu import McuPackage
+    from .payload import PayloadPackage
+    from .tfa import TfaPackage
+    # Order matters only for display; dependencies between packages are explicit step deps.
+    return [PayloadPackage(), TfaPackage(), McuPackage()]
+
+
+def enabled(values: dict) -> list[Package]:
+    """The packages this configuration builds."""
+    return [p for p in _registry() if p.enabled(values)]
+
+
+def all_packages() -> list[Package]:
+    return _registry()
