@@ -1,0 +1,88 @@
+"""Image tasks: inspect (FIT or boot package), dvfs (validate and show/write a board's tables)."""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from invoke.exceptions import Exit
+
+from . import command
+from .. import boards, dvfs as dvfs_mod, models as models_mod
+from ..errors import SeedfwError
+from ..images import inspect as inspect_mod
+
+__all__ = ["inspect", "dvfs", "models"]
+
+
+@command(help={"image": "a FIT image (.itb) or a seedfw boot package (.pkg)",
+               "json": "print JSON for machines instead of the table",
+               "key": "public-key DTB (mkimage -K output, <board>-pubkey.dtb): verify FIT signatures"})
+def inspect(c, image, json=False, key=None):
+    """Read a FIT or boot package back, verify every hash, print a table; exit 1 if any hash fails."""
+    report = inspect_mod.inspect(image, key)
+    if json:
+        print(jsonlib.dumps({"path": str(report.path), "format": report.format, "ok": report.ok,
+                             "rows": [asdict(r) for r in report.rows], "notes": report.notes},
+                            indent=2))
+    else:
+        inspect_mod.render(report)
+    if not report.ok:
+        failed = [r.name for r in report.rows if not r.hash_ok]
+        raise Exit(f"error: {image}: {len(failed)} entries failed verification: "
+                   f"{', '.join(failed)}", code=1)
+
+
+@command(name="dvfs", help={
+    "board": "board name (see 'invoke boards')",
+    "file": "validate this dvfs.yaml instead of the board's",
+    "profile": "default power profile for the outputs (ultra_low, balanced, performance)",
+    "output": "write dvfs.bin, opp.dts/.dtb and dvfs_table.h into OUTPUT/dvfs/",
+})
+def dvfs(c, board=None, file=None, profile="balanced", output=None):
+    """Validate a board's DVFS table and print its domains, OPPs and profiles (or write the outputs)."""
+    board = board or os.environ.get("SEEDFW_BOARD")
+    if not board and not file:
+        raise SeedfwError("no board given (use --board NAME or --file dvfs.yaml)")
+    path = Path(file) if file else boards.get(board).dvfs_file
+    table = dvfs_mod.load(path)
+    table.profile(profile)
+    if output:
+        paths = dvfs_mod.build_outputs(boards.get(board) if board else None,
+                                       {"POWER_PROFILE": profile}, output, dvfs_file=path)
+        for p in paths.values():
+            print(os.path.relpath(p))
+        return
+    for d in table.domains:
+        latency = f", latency {d.clock_latency_ns} ns" if d.clock_latency_ns is not None else ""
+        print(f"{d.name} ({d.source}; {d.regulator} {d.reg_min_uv}..{d.reg_max_uv} µV{latency})")
+        for i, o in enumerate(d.opps):
+            marks = " ".join(p.name for p in table.profiles if i in p.allowed[d.name])
+            print(f"  opp[{i}] {o.hz / 1e6:7.1f} MHz  {o.uv_target:>7} µV "
+                  f"[{o.uv_min}..{o.uv_max}]  {marks}")
+    print(f"{len(table.domains)} domains, {table.opp_count} opps, profiles: "
+          f"{', '.join(p.name for p in table.profiles)}; {os.path.relpath(path)} ok")
+
+
+@command(name="models", help={
+    "board": "board name (see 'invoke boards'); checks against its partition size",
+    "manifest": "check this models.yaml instead of board/<board>/models.yaml",
+})
+def models(c, board=None, manifest=None):
+    """Check a model manifest (RKNN/ONNX framing, sizes, partition limit) and print each blob's sha256."""
+    board = board or os.environ.get("SEEDFW_BOARD")
+    if not board and not manifest:
+        raise SeedfwError("no board given (use --board NAME or --manifest models.yaml)")
+    b = boards.get(board) if board else None
+    path = Path(manifest) if manifest else b.dir / "models.yaml"
+    ms = models_mod.load_manifest(path, partition_size=b.image["partition_size"] if b else None)
+    for m in ms:
+        extra = ""
+        if m.rknn is not None:
+            extra = " encrypted" if m.encrypted else f" rknn v{m.rknn.version:#x}"
+        print(f"{m.name:16} {m.type:5} {m.size:>9} B  align {m.alignment:<5} {m.compression:4} "
+              f"{m.sha256}{extra}")
+    print(f"{len(ms)} models, {sum(m.stored_size for m in ms)} bytes stored; "
+          f"{os.path.relpath(path)} ok")

@@ -1,0 +1,224 @@
+"""Read a FIT or a boot package back, verify every hash, describe every entry.
+
+The format is recognised by its magic (FDT 0xd00dfeed → FIT, "SPKG" → boot package). FIT images
+are parsed with our own FDT reader (fdt.py) so the hashes are recomputed from the bytes, not taken
+from a tool's printout. Configuration signatures are verified (fit_sig.py) when a public-key DTB
+is given (what `mkimage -K` wrote); without one they are only reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import dvfs
+from ..errors import SeedfwError
+from . import fdt, fit_sig, package
+from .entries import F_ENCRYPTED, F_LZ4, MODEL_SUBTYPES, T_DVFS, T_MODEL
+
+HASH_ALGOS = {"sha256": hashlib.sha256, "sha1": hashlib.sha1, "md5": hashlib.md5}
+
+
+@dataclass
+class Row:
+    name: str
+    type: str
+    size: int                 # uncompressed size
+    stored_size: int          # bytes in the image
+    hash_algo: str
+    hash_ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    path: Path
+    format: str               # "fit" | "package"
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.hash_ok for r in self.rows)
+
+
+def inspect(path: str | Path, pubkey: str | Path | None = None) -> Report:
+    """Inspect a FIT or package; `pubkey` (a public-key DTB) makes FIT signatures checked."""
+    path = Path(path)
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
+    keys = None
+    if pubkey is not None:
+        try:
+            keys = fit_sig.load_keys(Path(pubkey).read_bytes(), pubkey)
+        except OSError as exc:
+            raise SeedfwError(f"cannot read: {exc.strerror}", pubkey) from None
+    if blob[:4] == b"\xd0\x0d\xfe\xed":
+        return _inspect_fit(path, blob, keys)
+    if blob[:4] == b"SPKG":
+        return _inspect_package(path, blob)
+    raise SeedfwError(f"not a FIT image or seedfw boot package (magic {blob[:4].hex()})", path,
+                      "offset 0x0")
+
+
+def _dvfs_detail(data: bytes) -> tuple[str, bool]:
+    try:
+        t = dvfs.decode(data)
+    except SeedfwError as exc:
+        return f"bad DVFS table: {exc.message}", False
+    text = (f"{len(t['domains'])} domains, {t['opp_count']} opps, {len(t['hints'])} hints, "
+            f"profile={t['default_profile']}, crc {'ok' if t['crc_ok'] else 'BAD'}")
+    return text, t["crc_ok"]
+
+
+def _lz4_detail(stored: bytes, expected_size: int) -> tuple[str, bool]:
+    """Expand an lz4blk container (the compression area's reader checks its crc32s too)."""
+    from ..compress import container
+
+    try:
+        data = container.read_container(stored)
+    except SeedfwError as exc:
+        return f"lz4 BAD: {exc.message}", False
+    if len(data) != expected_size:
+        return f"lz4 BAD: {len(data)} bytes, expected {expected_size}", False
+    return "lz4 ok", True
+
+
+def _inspect_package(path: Path, blob: bytes) -> Report:
+    pkg = package.decode(blob, path)
+    report = Report(path, "package")
+    report.notes.append(f"{len(pkg.entries)} entries, {pkg.total_size} bytes, alignment "
+                        f"{pkg.alignment}, header crc ok")
+    for e in pkg.entries:
+        detail = []
+        ok = e.ok
+        if e.type_id == T_MODEL:
+            names = {v: k for k, v in MODEL_SUBTYPES.items()}
+            detail.append(names.get(e.subtype, f"subtype {e.subtype}"))
+        if e.flags & F_LZ4:
+            text, lz4_ok = _lz4_detail(pkg.data(blob, e), e.uncompressed_size)
+            detail.append(text)
+            ok = ok and lz4_ok
+        if e.flags & F_ENCRYPTED:
+            detail.append("encrypted")
+        if not e.crc32_ok:
+            detail.append("crc32 BAD")
+        if e.type_id == T_DVFS and e.ok:
+            text, crc_ok = _dvfs_detail(pkg.data(blob, e))
+            detail.append(text)
+            ok = ok and crc_ok
+        report.rows.append(Row(e.name, e.kind, e.uncompressed_size, e.size, "sha256+crc32",
+                               ok, ", ".join(detail)))
+    return report
+
+
+def _fit_data(node: fdt.Node, blob: bytes, fdt_size: int, path) -> bytes:
+    if "data" in node.props:
+        return node.props["data"]
+    size = node.u32("data-size")
+    if size is None:
+        raise SeedfwError(f"image '{node.name}' has no data", path)
+    if "data-position" in node.props:
+        start = node.u32("data-position")
+    else:  # external data (mkimage -E): offsets count from the 4-aligned end of the FDT
+        start = ((fdt_size + 3) & ~3) + (node.u32("data-offset") or 0)
+    if start + size > len(blob):
+        raise SeedfwError(f"image '{node.name}': external data runs past the end of the file", path)
+    return blob[start:start + size]
+
+
+def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
+    root = fdt.parse(blob, path)
+    fdt_size = struct.unpack_from(">I", blob, 4)[0]
+    images = root.children.get("images")
+    if images is None:
+        raise SeedfwError("FIT has no /images node", path)
+    report = Report(path, "fit")
+    if root.u32("timestamp") is not None:
+        report.notes.append(f"timestamp {root.u32('timestamp')}")
+    for node in images.children.values():
+        data = _fit_data(node, blob, fdt_size, path)
+        hashes = [h for n, h in node.children.items() if n.startswith("hash")]
+        ok = bool(hashes)
+        algos = []
+        for h in hashes:
+            algo = h.str("algo", "")
+            fn = HASH_ALGOS.get(algo)
+            algos.append(algo)
+            ok = ok and fn is not None and fn(data).digest() == h.props.get("value")
+        size = len(data)
+        if node.str("seedfw,compression"):
+            size = node.u32("seedfw,uncompressed-size") or size
+        detail = []
+        if node.str("seedfw,model-type"):
+            kind = "model"
+            detail.append(node.str("seedfw,model-type"))
+            if "seedfw,encrypted" in node.props:
+                detail.append("encrypted")
+            if node.str("seedfw,compression") == "lz4blk":
+                text, lz4_ok = _lz4_detail(data, size)
+                detail.append(text)
+                ok = ok and lz4_ok
+        elif node.str("type") == "flat_dt":
+            kind = "fdt"
+        elif node.name == "dvfs":
+            kind = "dvfs"
+            text, crc_ok = _dvfs_detail(data)
+            detail.append(text)
+            ok = ok and crc_ok
+        else:
+            kind = node.str("type", "?")
+        if "load" in node.props:
+            detail.append(f"load 0x{node.u32('load'):x}")
+        report.rows.append(Row(node.name, kind, size, len(data), "+".join(algos) or "none", ok,
+                               ", ".join(d for d in detail if d)))
+    configs = root.children.get("configurations")
+    for conf in (configs.children.values() if configs else ()):
+        refs = [conf.str(k) for k in ("firmware", "kernel", "fdt") if conf.str(k)]
+        refs += conf.strings("loadables")
+        missing = [r for r in refs if r not in images.children]
+        report.notes.append(f"configuration {conf.name}: {len(refs)} images"
+                            + (f", MISSING {', '.join(missing)}" if missing else ""))
+        if missing:
+            report.rows.append(Row(conf.name, "config", 0, 0, "refs", False,
+                                   f"missing images {', '.join(missing)}"))
+        for sig_name, sig in conf.children.items():
+            if sig_name.startswith("signature") and keys is None:
+                value = sig.props.get("value", b"")
+                report.notes.append(f"{conf.name}/{sig_name}: {sig.str('algo')} key "
+                                    f"'{sig.str('key-name-hint')}', {len(value)}-byte signature "
+                                    f"(not verified: no public key given)")
+        if keys is not None:
+            results = fit_sig.verify_config(blob, conf, keys)
+            for sig_name, key_name, ok, why in results:
+                report.rows.append(Row(f"{conf.name}/{sig_name}", "signature", 0, 0,
+                                       f"rsa:{key_name}", ok, why))
+            if not results:
+                report.rows.append(Row(f"{conf.name}", "signature", 0, 0, "none", False,
+                                       "unsigned, but a public key was given"))
+    return report
+
+
+def render(report: Report, console=None) -> None:
+    """Print the report as a rich table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=f"{report.path.name} ({report.format})")
+    for col, kw in (("name", {}), ("type", {}), ("size", {"justify": "right"}),
+                    ("stored", {"justify": "right"}), ("hash", {}), ("ok", {}), ("detail", {})):
+        table.add_column(col, **kw)
+    for r in report.rows:
+        table.add_row(r.name, r.type, str(r.size), str(r.stored_size), r.hash_algo,
+                      "[green]ok[/green]" if r.hash_ok else "[bold red]BAD[/bold red]", r.detail)
+    console.print(table)
+    for note in report.notes:
+        console.print(note)
+    console.print("all hashes ok" if report.ok else
+                  f"[bold red]{sum(not r.hash_ok for r in report.rows)} entries FAILED[/bold red]")
+
