@@ -1,6 +1,26 @@
-"""Shared fixtures. Slow end-to-end builds are made once per session and shared."""
+"""Shared fixtures. Each board is built once per test session (tests/builds.py caches by board),
+and every slow test that needs a board's images asks for these fixtures."""
 
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import builds  # noqa: E402  (needs the path above)
+
+
+@pytest.fixture(scope="session")
+def rk3588_build(tmp_path_factory):
+    return builds.build_board("rk3588", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def qemu_aarch64_build(tmp_path_factory):
+    return builds.build_board("qemu-aarch64", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def mps2_build(tmp_path_factory):
+    return builds.build_board("mps2-an385", tmp_path_factory)

@@ -23,9 +23,7 @@ from .plan import Plan
 # (stage name, module providing add_steps), in pipeline order. The lead wires each one in.
 STAGES = [
     ("compress", "seedfw.compress.stage"),     # LZ4 section compression of built ELFs
-    ("dvfs", "seedfw.dvfs_stage"),             # OPP tables, .dvfs_hint harvest
-    ("models", "seedfw.models_stage"),         # model blobs, validated
-    ("image", "seedfw.images.stage"),          # FIT / boot package / flash image
+    ("image", "seedfw.images.steps"),          # DVFS tables + hints, models, FIT / boot package
     ("report", "seedfw.report.stage"),         # ELF stats, JSON/Markdown/HTML reports
 ]
 
@@ -45,15 +43,20 @@ class BuildResult:
 
 
 def build(board: str, output=None, fragments=(), jobs: int | None = None, strict: bool = False,
-          console=None) -> BuildResult:
-    """Build one board into its output directory; returns what ran and the manifest."""
+          console=None, counter: str = "") -> BuildResult:
+    """Build one board into its output directory; returns what ran and the manifest.
+
+    `counter` (e.g. " (2/3)") follows the board name in the progress lines of a multi-board build.
+    Ctrl-C (KeyboardInterrupt) leaves the previous images, stamps and manifest of the interrupted
+    steps as they were (see seedfw.plan) and propagates.
+    """
     started = time.monotonic()
     say = console.print if console is not None else (lambda *a, **k: None)
     cfg = config_mod.configure(board, output, fragments, strict)
     for warning in cfg.warnings:
         say(f"[yellow]warning:[/] {warning}", markup=True)
     ctx = packages.BuildContext(cfg, progress=lambda m: say(m, markup=False, highlight=False))
-    say(f"[bold]{board}[/]: build {ctx.build_id} → {_shown(ctx.outdir)}")
+    say(f"[bold]{board}[/]{counter}: build {ctx.build_id} → {_shown(ctx.outdir)}")
 
     plan = Plan(ctx.outdir, jobs, console)
     artifacts: list[Path] = []
@@ -75,7 +78,7 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
             f"{', '.join(missing)}[/]")
     seconds = time.monotonic() - started
     ran = sum(r["action"] == "ran" for r in records)
-    say(f"[bold]{board}[/]: {ran} step(s) ran, {len(records) - ran} up to date, {seconds:.1f} s; "
+    say(f"[bold]{board}[/]{counter}: {ran} step(s) ran, {len(records) - ran} up to date, {seconds:.1f} s; "
         f"images in {_shown(ctx.outdir / 'images')}")
     return BuildResult(board, ctx.outdir, records, manifest, missing, seconds)
 
