@@ -207,7 +207,7 @@ def test_bad_inputs_exact_messages(builds, tmp_path):
     (tmp_path / "text.elf").write_text("hello\n")
     cases["text.elf"] = "not an ELF file (no \\x7fELF magic)"
     (tmp_path / "empty.elf").write_bytes(b"")
-    cases["empty.elf"] = "not an ELF file (no \\x7fELF magic)"
+    cases["empty.elf"] = "empty file (0 bytes), not an ELF file"
     (tmp_path / "short.elf").write_bytes(good[:10])
     cases["short.elf"] = "truncated: ELF identification needs 16 bytes, the file has 10"
     (tmp_path / "head.elf").write_bytes(good[:40])

@@ -43,7 +43,7 @@ SCHEMA = {
                 "properties": {
                     "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
                     "board": {"type": "string"},
-                    "probe": {"type": "string", "pattern": "^[A-Za-z0-9_]+:.+"},
+                    "probe": {"type": "string"},    # form checked in load(), with a clear message
                     "target": {"type": "string"},
                     "serial": {"type": "string"},
                     "power": {
@@ -86,12 +86,25 @@ def bench_file(path: str | os.PathLike | None) -> Path:
 
 
 def load(path: str | os.PathLike | None = None) -> list[BenchEntry]:
+    from .flash.probe_ids import check_probe_uid
+
     path = bench_file(path)
     data, lines = yamlfile.load(path)
+    if not isinstance(data, dict):
+        raise SeedfwError("expected a mapping with a 'boards' list", path, "line 1")
     yamlfile.validate(data, SCHEMA, path, lines)
     entries, seen = [], set()
     known = set(boards.names())
     for i, raw in enumerate(data["boards"]):
+        at = f"line {lines.get(('boards', i, 'probe'), 1)}"
+        if ":" not in raw["probe"]:
+            raise SeedfwError(f"field 'boards[{i}].probe': '{raw['probe']}' is not TYPE:ID "
+                              "(qemu:auto, qemu:HOST:PORT, cmsisdap:SERIAL, stlink:SERIAL, …)",
+                              path, at)
+        try:
+            check_probe_uid(raw["probe"])
+        except SeedfwError as exc:
+            raise SeedfwError(f"field 'boards[{i}].probe': {exc.message}", path, at) from None
         if raw["name"] in seen:
             raise SeedfwError(f"duplicate bench entry '{raw['name']}'", path, f"boards[{i}].name")
         if raw["board"] not in known:

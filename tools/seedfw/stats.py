@@ -22,6 +22,7 @@ The diff (see diff_stats) lives in stats_diff.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -139,6 +140,8 @@ class _ElfFile:
 
 def _parse_header(elf: _ElfFile) -> dict:
     ident = elf.f.read(16)
+    if elf.size == 0:
+        raise SeedfwError("empty file (0 bytes), not an ELF file", elf.path)
     if len(ident) < 4 or ident[:4] != b"\x7fELF":
         raise SeedfwError("not an ELF file (no \\x7fELF magic)", elf.path)
     if len(ident) < 16:
@@ -156,6 +159,18 @@ def _parse_header(elf: _ElfFile) -> dict:
     return dict(bits=bits, endian=endian, lay=lay, type=e_type, machine=e_machine,
                 entry=e_entry, phoff=e_phoff, phnum=e_phnum, phentsize=e_phentsize,
                 shoff=e_shoff, shnum=e_shnum, shentsize=e_shentsize, shstrndx=e_shstrndx)
+
+
+@contextlib.contextmanager
+def open_elf(path: str | os.PathLike):
+    """Yield (elf, header) for a validated ELF header: `elf.read(offset, length, what)` reads
+    with a clear truncation error; header keys: bits, endian, lay (struct layouts), type,
+    machine (e_machine number), entry, phoff, phnum, phentsize, shoff, shnum, shentsize."""
+    elf = _ElfFile(Path(path))
+    try:
+        yield elf, _parse_header(elf)
+    finally:
+        elf.close()
 
 
 def _cstr(table: bytes, offset: int) -> str | None:
@@ -393,16 +408,23 @@ def load_stats(path: str | os.PathLike, top: int = 10) -> list[dict]:
     if head[:1] in (b"{", b" ", b"\n"):
         try:
             doc = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SeedfwError(f"not valid JSON: {exc}", path) from None
+        except json.JSONDecodeError as exc:
+            raise SeedfwError(f"not valid JSON: {exc.msg} (column {exc.colno})", path,
+                              f"line {exc.lineno}") from None
+        except UnicodeDecodeError:
+            raise SeedfwError("not valid JSON: not UTF-8 text", path) from None
         if not isinstance(doc, dict) or doc.get("schema") != STATS_SCHEMA:
             raise SeedfwError(f"not a stats JSON (schema is not '{STATS_SCHEMA}')", path,
                               "schema")
         files = doc.get("files")
         if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
             raise SeedfwError("'files' must be a list of objects", path, "files")
+        from .stats_diff import check_saved_entry
+        for i, entry in enumerate(files):
+            check_saved_entry(entry, path, i)
         return files
-    raise SeedfwError("neither an ELF file nor a stats JSON", path)
+    raise SeedfwError(f"neither an ELF file nor a stats JSON (starts with {head.hex() or 'nothing'})",
+                      path)
 
 
 def format_stats(st: dict, top: int = 10) -> str:

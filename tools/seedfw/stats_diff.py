@@ -14,6 +14,36 @@ DIFF_SCHEMA = "seedfw-stats-diff/1"
 TOTAL_KEYS = ("rom", "ram", "alloc", "size_a")
 
 
+# What stats_diff reads from a saved per-file entry: checked up front, so a hand-edited or
+# foreign JSON is one error naming the field rather than a KeyError in the middle of a diff.
+_SAVED_FIELDS = {"file": str, "sections": list, "totals": dict, "symbols": list}
+_SAVED_SECTION_FIELDS = {"name": str, "type": str, "size": int}
+
+
+def check_saved_entry(entry: dict, path, i: int) -> None:
+    """Entry i of a saved stats JSON (`files[i]`) has what diff_stats reads; else SeedfwError."""
+    for key, kind in _SAVED_FIELDS.items():
+        if key not in entry:
+            raise SeedfwError(f"missing '{key}' (not written by 'invoke stats --json'?)", path,
+                              f"files[{i}].{key}")
+        if not isinstance(entry[key], kind):
+            raise SeedfwError(f"expected {kind.__name__}, got {type(entry[key]).__name__}", path,
+                              f"files[{i}].{key}")
+    for key in TOTAL_KEYS:
+        if not isinstance(entry["totals"].get(key), int):
+            raise SeedfwError("missing or not an integer", path, f"files[{i}].totals.{key}")
+    for j, sec in enumerate(entry["sections"]):
+        for key, kind in _SAVED_SECTION_FIELDS.items():
+            if not isinstance(sec, dict) or not isinstance(sec.get(key), kind):
+                raise SeedfwError(f"missing or not {'an integer' if kind is int else 'a string'}",
+                                  path, f"files[{i}].sections[{j}].{key}")
+    for j, row in enumerate(entry["symbols"]):
+        if not (isinstance(row, list) and len(row) >= 3 and isinstance(row[0], str)
+                and isinstance(row[1], int)):
+            raise SeedfwError("expected [name, size, section, …]", path,
+                              f"files[{i}].symbols[{j}]")
+
+
 def change(old: int | None, new: int | None) -> dict:
     """{old, new, delta, percent}; percent is None when there is no old size to compare with."""
     o, n = old or 0, new or 0
@@ -48,7 +78,7 @@ def diff_stats(base: dict, new: dict, top: int | None = None) -> dict:
         row = change(b["size"] if b else None, n["size"] if n else None)
         row.update(name=name, status="new" if b is None else "gone" if n is None else
                    "changed" if row["delta"] else "same",
-                   **{"class": (n or b)["class"]})
+                   **{"class": (n or b).get("class")})
         sections.append(row)
     totals = {k: change(base["totals"][k], new["totals"][k]) for k in TOTAL_KEYS}
 
@@ -83,13 +113,20 @@ def pair_files(baseline: list[dict], current: list[dict], baseline_path):
     Returns (pairs, unmatched current file names); no pair at all is an error."""
     by_name = {b["file"]: b for b in baseline}
     if len(baseline) == 1 and len(current) == 1:
-        return [(baseline[0], current[0])], []
-    pairs = [(by_name[st["file"]], st) for st in current if st["file"] in by_name]
-    unmatched = [st["file"] for st in current if st["file"] not in by_name]
+        pairs, unmatched = [(baseline[0], current[0])], []
+    else:
+        pairs = [(by_name[st["file"]], st) for st in current if st["file"] in by_name]
+        unmatched = [st["file"] for st in current if st["file"] not in by_name]
     if not pairs:
         raise SeedfwError(f"no file in common with the baseline (it has: "
                           f"{', '.join(sorted(by_name)) or 'none'}; "
                           f"compared: {', '.join(unmatched)})", baseline_path)
+    for base, new in pairs:
+        # An ARM image against an AArch64 one shares no code: every symbol would be "new".
+        old_m, new_m = (base.get("elf") or {}).get("machine"), (new.get("elf") or {}).get("machine")
+        if old_m and new_m and old_m != new_m:
+            raise SeedfwError(f"baseline {base['file']} is built for {old_m}, {new['file']} for "
+                              f"{new_m}: not comparable", baseline_path, "elf.machine")
     return pairs, unmatched
 
 

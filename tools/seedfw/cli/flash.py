@@ -1,4 +1,9 @@
-"""Tasks: flash (program + verify through the board's backend), bench (list/check), counters."""
+"""Tasks: flash (program + verify through the board's backend), bench (list/check), counters.
+
+Every `invoke` run imports this module to list the tasks, so pyOCD, pyelftools and the work
+modules are imported inside the task bodies. Inputs (probe id, image, manifest) are checked
+before a probe is touched or QEMU is started.
+"""
 
 from __future__ import annotations
 
@@ -8,29 +13,47 @@ import os
 from pathlib import Path
 
 from . import command
-from .. import bench as benchmod
-from .. import boards
 from ..errors import SeedfwError
-from ..paths import output_dir
 
 __all__ = ["flash", "bench", "counters"]
 
-EM_FOR_ARCH = {"armv7m": "EM_ARM", "aarch64": "EM_AARCH64"}
+ARCH_MACHINE = {"armv7m": 40, "aarch64": 183}      # board.yaml arch -> ELF e_machine
 
 
 # Which artifact of a build a backend programs when --image is not given (first one present).
 DEFAULT_ARTIFACTS = {"pyocd": ("mcu.elf", "mcu.hex", "mcu.bin"), "rockusb": ("idbloader.img",)}
 
 
+def _read_manifest(manifest: Path) -> dict:
+    try:
+        data = json.loads(manifest.read_text())
+    except json.JSONDecodeError as exc:
+        raise SeedfwError(f"not valid JSON: {exc.msg}", manifest, f"line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise SeedfwError("not valid JSON: not UTF-8 text", manifest) from None
+    if not isinstance(data, dict):
+        raise SeedfwError("must be a JSON object (the build manifest)", manifest)
+    return data
+
+
+def _artifacts(manifest: Path, data: dict) -> list[dict]:
+    artifacts = data.get("artifacts", [])
+    if not isinstance(artifacts, list) or not all(isinstance(a, dict) for a in artifacts):
+        raise SeedfwError("must be a list of objects", manifest, "artifacts")
+    return artifacts
+
+
 def find_image(board, image, output) -> Path:
     """--image, or the board's flashable artifact listed in <out>/manifest.json (the build's)."""
+    from ..paths import output_dir
+
     if image:
         return Path(image)
     out = output_dir(board.name, output)
     manifest = out / "manifest.json"
     if not manifest.is_file():
         raise SeedfwError("no --image given and no build output here (run the build first)", manifest)
-    artifacts = {a.get("name"): a.get("path") for a in json.loads(manifest.read_text()).get("artifacts", [])}
+    artifacts = {a.get("name"): a.get("path") for a in _artifacts(manifest, _read_manifest(manifest))}
     for name in DEFAULT_ARTIFACTS.get(board.flash_backend, ()):
         if name in artifacts:
             return out / artifacts[name]
@@ -49,32 +72,47 @@ def _manifest_for(image: Path) -> Path | None:
 
 
 def check_image_board(board, image: Path) -> None:
-    """Refuse an image built for another board: the build manifest names the board, and an ELF
-    header says which architecture."""
+    """Refuse an image that is empty, built for another board (the build manifest names the
+    board), changed since the build (size and sha256 against the manifest entry), or an ELF that
+    is truncated or for another architecture."""
+    from .. import util
+    from ..flash.base import ELF_SUFFIXES, EM_NAMES, check_elf_image
+
+    size = image.stat().st_size
+    if size == 0:
+        raise SeedfwError("empty image (0 bytes): nothing to program", image)
     manifest = _manifest_for(image)
     if manifest is not None:
-        try:
-            built_for = json.loads(manifest.read_text()).get("board")
-        except json.JSONDecodeError:
-            raise SeedfwError("manifest is not valid JSON", manifest) from None
+        data = _read_manifest(manifest)
+        built_for = data.get("board")
         if built_for and built_for != board.name:
             raise SeedfwError(f"image was built for board '{built_for}', not '{board.name}'", manifest, "board")
+        for entry in _artifacts(manifest, data):
+            listed = entry.get("path")
+            if not isinstance(listed, str) or (manifest.parent / listed).resolve() != image.resolve():
+                continue
+            if isinstance(entry.get("size"), int) and entry["size"] != size:
+                raise SeedfwError(f"{size} bytes, but the build's manifest.json lists {entry['size']} "
+                                  "(truncated or changed since the build)", image, "size")
+            if isinstance(entry.get("sha256"), str) and util.sha256_file(image) != entry["sha256"]:
+                raise SeedfwError("sha256 differs from the build's manifest.json (changed since the "
+                                  "build)", image, "sha256")
     with open(image, "rb") as f:
-        head = f.read(20)
-    if head[:4] == b"\x7fELF":
-        from elftools.elf.elffile import ELFFile
-
-        with open(image, "rb") as f:
-            machine = ELFFile(f)["e_machine"]
-        want = EM_FOR_ARCH.get(board.arch)
+        head = f.read(4)
+    if head == b"\x7fELF" or image.suffix.lower() in ELF_SUFFIXES:
+        machine = check_elf_image(image)
+        want = ARCH_MACHINE.get(board.arch)
         if want and machine != want:
-            raise SeedfwError(f"ELF is for {machine}, board '{board.name}' needs {want}", image, "e_machine")
+            raise SeedfwError(f"ELF is for {EM_NAMES.get(machine, f'e_machine {machine}')}, board "
+                              f"'{board.name}' needs {EM_NAMES[want]}", image, "e_machine")
 
 
 @contextlib.contextmanager
 def reach_probe(board, probe, bench_path, uart_log=None):
     """Yield (probe uid, pyOCD target or None, QemuGdbTarget or None) for a board: --probe wins,
     else the bench entry for the board; `qemu:auto` starts QEMU on loopback for the duration."""
+    from .. import bench as benchmod
+
     entry = None
     if not probe:
         if not (bench_path or os.environ.get("SEEDFW_BENCH")):
@@ -107,10 +145,16 @@ def reach_probe(board, probe, bench_path, uart_log=None):
 })
 def flash(c, board, probe=None, image=None, bench=None, output=None, target=None, verify=True, loader=None):
     """Program an image into a board through its flash backend, then verify it."""
+    from .. import boards
     from ..flash import runner_class
+    from ..flash.probe_ids import check_probe_uid
 
     b = boards.get(board)
+    if probe and b.flash_backend == "pyocd":
+        check_probe_uid(probe)
     img = find_image(b, image, output)
+    if img.is_dir():
+        raise SeedfwError("is a directory, not an image file", img, "--image")
     if not img.is_file():
         raise SeedfwError("image file not found", img, "--image")
     check_image_board(b, img)
@@ -137,6 +181,8 @@ def flash(c, board, probe=None, image=None, bench=None, output=None, target=None
 })
 def bench(c, bench=None, check=False, json_=False):
     """List the boards on the bench and optionally check each one."""
+    from .. import bench as benchmod
+
     entries = benchmod.load(bench)
     rows = [benchmod.check(e) if check else
             {"name": e.name, "board": e.board, "probe": e.probe, "target": e.pyocd_target()} for e in entries]
@@ -158,16 +204,25 @@ def bench(c, bench=None, check=False, json_=False):
     "flash_first": "program the ELF first (always done for qemu:auto, whose fresh QEMU has no image)",
     "bench": "bench file (default $SEEDFW_BENCH)",
     "recorded": "YAML of recorded register values to decode instead of a live board (rk3588-dfi)",
+    "map": "counter map (rk3588-dfi; default board/<board>/counters.yaml)",
     "json": "print JSON",
 })
-def counters(c, board, probe=None, elf=None, flash_first=False, bench=None, recorded=None, json_=False):
+def counters(c, board, probe=None, elf=None, flash_first=False, bench=None, recorded=None, map_=None,
+             json_=False):
     """Read the board's counters (stats block or RK3588 DFI) through the probe."""
+    from .. import boards
     from ..counters import source_class
+    from ..flash.probe_ids import check_probe_uid
 
     b = boards.get(board)
     cls = source_class(b.counters, b.dir / "board.yaml")
+    if probe:
+        check_probe_uid(probe)
+    if map_ and b.counters != "rk3588-dfi":
+        raise SeedfwError(f"board '{b.name}' has no counter map (its counter source is "
+                          f"{b.counters})", None, "--map")
     if b.counters == "rk3588-dfi":
-        values = _dfi_counters(b, cls, probe, recorded)
+        values = _dfi_counters(b, cls, probe, recorded, map_)
     else:
         values = _stats_counters(b, cls, probe, elf, flash_first, bench)
     if json_:
@@ -178,14 +233,15 @@ def counters(c, board, probe=None, elf=None, flash_first=False, bench=None, reco
 
 
 def _stats_counters(b, cls, probe, elf, flash_first, bench_path):
+    source = cls(b, elf=elf)            # checks the ELF before any probe is reached
+    if b.arch != "armv7m":
+        return _stats_counters_gdb(b, source, probe)
+
     from pyocd.core.helpers import ConnectHelper
 
     from ..counters.base import PyocdReader
     from ..flash import runner_class
 
-    source = cls(b, elf=elf)
-    if b.arch != "armv7m":
-        return _stats_counters_gdb(b, source, probe)
     with reach_probe(b, probe, bench_path) as (uid, target, qemu):
         target = target or (b.pyocd or {}).get("target")
         if flash_first or qemu is not None:
@@ -204,7 +260,7 @@ def _stats_counters_gdb(b, source, probe):
     """A-class guests: pyOCD drives Cortex-M only, so read the block straight through the GDB stub
     of a running QEMU (the guest is paused for the read and continues afterwards)."""
     from ..counters.base import RspReader
-    from ..flash.qemu_probe.probe import parse_uid
+    from ..flash.probe_ids import parse_qemu_uid as parse_uid
     from ..flash.qemu_probe.rsp import RspClient
 
     try:
@@ -222,14 +278,12 @@ def _stats_counters_gdb(b, source, probe):
     return values
 
 
-def _dfi_counters(b, cls, probe, recorded):
-    from .. import yamlfile
-    from ..counters.rk3588_dfi import RecordedReader
+def _dfi_counters(b, cls, probe, recorded, map_file):
+    from ..counters.rk3588_dfi import load_recording
 
     if not recorded:
         raise SeedfwError("no RK3588 board reachable here: pass --recorded FILE with register values "
                           "(a live board needs a MEM-AP probe path, not available in this tree yet)",
                           None, "--probe" if probe else "--recorded")
-    data, _ = yamlfile.load(recorded)
-    reads = {int(k): v for k, v in data["reads"].items()}
-    return cls(b, sleep=lambda s: None).sample(RecordedReader(reads))
+    source = cls(b, config_path=map_file, sleep=lambda s: None)    # the map is checked first
+    return source.sample(load_recording(recorded))

@@ -1,4 +1,8 @@
-"""Report tasks: stats (ELF sections, segments, symbols, diffs) and report (JSON, Markdown, HTML)."""
+"""Report tasks: stats (ELF sections, segments, symbols, diffs) and report (JSON, Markdown, HTML).
+
+Every `invoke` run imports this module to list the tasks, so the work modules (stats, the report
+renderers) are imported inside the task bodies, not here.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import sys
 from pathlib import Path
 
 from . import command
-from .. import paths, stats as elfstats, stats_diff, util
 from ..errors import SeedfwError
 
 __all__ = ["stats", "report"]
@@ -38,6 +41,7 @@ def _expand(spec: str) -> list[Path]:
 
 
 def _baseline_files(spec: str, top: int) -> list[dict]:
+    from .. import stats as elfstats
     from ..report import inputs
     path = Path(spec)
     if path.is_dir():
@@ -52,7 +56,7 @@ def _baseline_files(spec: str, top: int) -> list[dict]:
 def _targets(target: str, output):
     """TARGET → (ELF files, output dir or None). A board name or an output directory means the
     build's target ELFs (images/ first); anything else is ELF file(s)."""
-    from .. import boards
+    from .. import boards, paths
     from ..report import inputs
     outdir = None
     if target in boards.names():
@@ -79,13 +83,18 @@ def _targets(target: str, output):
 })
 def stats(c, target, output=None, top=10, json=False, diff=None):
     """ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
+    from .. import stats as elfstats, stats_diff, util
     top = int(top)
     files, outdir = _targets(target, output)
     results = [elfstats.read_elf(f, top) for f in files]
+    # Every input is read and checked before anything is written: a bad --diff baseline must
+    # leave the output directory as it was.
+    pairs = unmatched = None
+    if diff:
+        pairs, unmatched = stats_diff.pair_files(_baseline_files(diff, top), results, diff)
     if outdir is not None:      # a saved stats.json is a --diff baseline for the next build
         util.write_json(outdir / "stats.json", elfstats.stats_document(results))
     if diff:
-        pairs, unmatched = stats_diff.pair_files(_baseline_files(diff, top), results, diff)
         for name in unmatched:
             print(f"note: {name} has no counterpart in the baseline; not compared",
                   file=sys.stderr)
@@ -108,10 +117,13 @@ def stats(c, target, output=None, top=10, json=False, diff=None):
 })
 def report(c, board=None, output=None, baseline=None, counters=None):
     """Write <output>/report/: report.json (schema seedfw-report/1), report.md, report.html."""
+    from .. import boards, paths
     from ..report import build_report, write_report
     board = _board(board)
     if not board and not output:
         raise SeedfwError("no board given (use --board NAME, --output DIR or set SEEDFW_BOARD)")
+    if board:
+        boards.get(board)       # an unknown name is its own error, not "output/<name> not found"
     outdir = paths.output_dir(board, output) if board else Path(output).resolve()
     data = build_report(outdir, baseline=baseline, counters=counters, board=board)
     written = write_report(data, outdir)

@@ -66,6 +66,9 @@ class DfiConfig:
         if len(d["bus_width"]) != d["channels"]:
             raise SeedfwError(f"{d['channels']} channels but {len(d['bus_width'])} bus widths", path,
                               "dfi.bus_width")
+        if d["base"] % 4 or not 0 <= d["base"] <= 0xFFFFFFFF:
+            raise SeedfwError(f"base {d['base']:#x} is not a 32-bit register address", path,
+                              f"line {lines[('dfi', 'base')]}")
         return cls(d["base"], d["channels"], d["stride"], d["ddr_type"], tuple(d["bus_width"]),
                    d.get("interval_ms", 100))
 
@@ -129,16 +132,26 @@ class Rk3588DfiCounters(CounterSource):
 
 class RecordedReader:
     """MemoryReader replaying recorded register values (each address: values in read order) and
-    logging writes — stands in for a board that is not here."""
+    logging writes — stands in for a board that is not here. `source` (the recording file) and
+    `lines` (register -> line) let a register the recording lacks be named with its file."""
 
-    def __init__(self, reads: dict[int, list[int]]):
+    def __init__(self, reads: dict[int, list[int]], source=None, lines=None):
         self.reads = {addr: list(vals) for addr, vals in reads.items()}
+        self.counts = {addr: len(vals) for addr, vals in reads.items()}
+        self.source, self.lines = source, lines or {}
         self.writes: list[tuple[int, int]] = []
 
     def read32(self, addr: int) -> int:
         vals = self.reads.get(addr)
+        if vals is None:
+            raise SeedfwError(f"register {addr:#010x} is not recorded (the sampler reads every "
+                              "counter register twice: before and after the interval)",
+                              self.source, "reads")
         if not vals:
-            raise SeedfwError(f"no recorded value left for register {addr:#010x}", None, "recording")
+            line = self.lines.get(addr)
+            raise SeedfwError(f"register {addr:#010x} has {self.counts[addr]} recorded value(s), "
+                              f"read {self.counts[addr] + 1} needs another", self.source,
+                              f"line {line}" if line else "reads")
         return vals.pop(0)
 
     def read(self, addr: int, size: int) -> bytes:
@@ -146,3 +159,25 @@ class RecordedReader:
 
     def write32(self, addr: int, value: int) -> None:
         self.writes.append((addr, value))
+
+
+def load_recording(path) -> RecordedReader:
+    """A recording YAML: `reads: {register address: [32-bit values in read order]}`."""
+    data, lines = yamlfile.load(path)
+    if not isinstance(data, dict) or not isinstance(data.get("reads"), dict):
+        raise SeedfwError("expected a mapping 'reads: {register address: [values]}'", path,
+                          f"line {lines.get(('reads',), lines.get((), 1))}")
+    reads, where = {}, {}
+    for key, values in data["reads"].items():
+        line = lines.get(("reads", key))
+        at = f"line {line}" if line else "reads"
+        if not isinstance(key, int) or isinstance(key, bool) or not 0 <= key <= 0xFFFFFFFF:
+            raise SeedfwError(f"register address {key!r} is not a 32-bit number", path, at)
+        if not isinstance(values, list):
+            values = [values]
+        for v in values:
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 0xFFFFFFFF:
+                raise SeedfwError(f"register {key:#010x}: value {v!r} is not a 32-bit number",
+                                  path, at)
+        reads[key], where[key] = values, line
+    return RecordedReader(reads, source=path, lines=where)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from elftools.elf.elffile import ELFFile
-
 from ..errors import SeedfwError
 from .base import CounterSource
 
 SYMBOL = "seedfw_stats"
+ARCH_MACHINES = {"armv7m": "ARM", "aarch64": "AArch64"}     # board arch -> seedfw.stats machine
 MAGIC = 0x54415453
 VERSION = 1
 MILESTONES = 8
@@ -28,24 +27,34 @@ OFFSETS = {"magic": 0, "version": 4, "bytes_decompressed": 8, "bytes_read": 16, 
 
 
 def symbol_address(elf_path: str | Path, name: str = SYMBOL) -> tuple[int, int]:
-    """(address, size) of a symbol; SeedfwError naming the ELF when absent."""
+    """(address, size) of a symbol (sized or not, e.g. a linker-script label); SeedfwError naming
+    the ELF when absent. seedfw.stats checks the file first, so a file that is not a whole ELF
+    is one error naming file and offset rather than a pyelftools exception."""
+    from elftools.elf.elffile import ELFFile
+
+    from .. import stats
+
     elf_path = Path(elf_path)
-    try:
-        with open(elf_path, "rb") as f:
-            elf = ELFFile(f)
-            # Loop over sections by index: some stripped ELFs make iter_sections() raise.
-            for i in range(elf.num_sections()):
-                try:
-                    sec = elf.get_section(i)
-                except Exception:
-                    continue
-                if sec["sh_type"] != "SHT_SYMTAB":
-                    continue
-                for sym in sec.get_symbol_by_name(name) or []:
-                    return sym["st_value"], sym["st_size"]
-    except OSError as exc:
-        raise SeedfwError(f"cannot read ELF: {exc.strerror}", elf_path) from None
+    stats.read_elf(elf_path, top=0)
+    with open(elf_path, "rb") as f:
+        elf = ELFFile(f)
+        # Loop over sections by index: some stripped ELFs make iter_sections() raise.
+        for i in range(elf.num_sections()):
+            try:
+                sec = elf.get_section(i)
+            except Exception:
+                continue
+            if sec["sh_type"] != "SHT_SYMTAB":
+                continue
+            for sym in sec.get_symbol_by_name(name) or []:
+                return sym["st_value"], sym["st_size"]
     raise SeedfwError(f"symbol '{name}' not found (firmware without a stats block?)", elf_path, name)
+
+
+def elf_machine(elf_path: str | Path) -> str:
+    from .. import stats
+
+    return stats.read_elf(elf_path, top=0)["elf"]["machine"]
 
 
 def decode(raw: bytes, source: str = "stats block") -> dict:
@@ -95,6 +104,10 @@ class StatsBlockCounters(CounterSource):
         if elf is None:
             raise SeedfwError("the stats-block source needs the firmware ELF", None, "--elf")
         self.elf = Path(elf)
+        machine, want = elf_machine(self.elf), ARCH_MACHINES.get(board.arch)
+        if want and machine != want:
+            raise SeedfwError(f"ELF is for {machine}, board '{board.name}' runs {want} code", self.elf,
+                              "e_machine")
         self.address, size = symbol_address(self.elf)
         if size and size != SIZE:
             raise SeedfwError(f"symbol {SYMBOL} is {size} bytes, this reader expects {SIZE} "

@@ -57,6 +57,38 @@ class FlashRunner:
         return image
 
 
+# e_machine numbers and the names used in messages (the ELF spec's)
+EM_NAMES = {40: "EM_ARM", 183: "EM_AARCH64", 3: "EM_386", 62: "EM_X86_64", 243: "EM_RISCV"}
+ELF_SUFFIXES = (".elf", ".axf", ".out")
+PT_LOAD = 1
+
+
+def check_elf_image(path: str | Path) -> int:
+    """e_machine of an ELF image whose loadable bytes are all in the file; SeedfwError naming
+    the file and offset otherwise. A truncated ELF must not reach the probe: pyelftools hands
+    back a short segment without complaint, and the readback would then "verify" the short copy."""
+    from ..stats import open_elf
+
+    path = Path(path)
+    with open_elf(path) as (elf, h):
+        phdr = h["lay"]["phdr"]
+        if not h["phoff"] or not h["phnum"]:
+            raise SeedfwError("no program headers: nothing to program", path, "e_phnum")
+        if h["phentsize"] != phdr.size:
+            raise SeedfwError(f"program header size {h['phentsize']} is not {phdr.size}", path,
+                              "e_phentsize")
+        raw = elf.read(h["phoff"], h["phnum"] * phdr.size,
+                       f"program header table ({h['phnum']} entries)")
+        for i, fields in enumerate(phdr.iter_unpack(raw)):
+            p_type, offset, filesz = (fields[0], fields[2], fields[5]) if h["bits"] == 64 else \
+                (fields[0], fields[1], fields[4])
+            if p_type == PT_LOAD and filesz and offset + filesz > elf.size:
+                raise SeedfwError(f"truncated: LOAD segment {i} needs bytes up to "
+                                  f"{offset + filesz:#x}, the file has {elf.size}", path,
+                                  f"offset {offset:#x}")
+        return h["machine"]
+
+
 def first_mismatch(expected: bytes, actual: bytes) -> int | None:
     """Offset of the first differing byte (a length difference counts), or None when equal."""
     if expected == actual:

@@ -279,9 +279,18 @@ def read_counters(path: Path | None):
         return None, not_available("no counters given (--counters FILE from 'invoke counters "
                                    "--json')")
     path = Path(path)
+    if path.is_dir():
+        raise SeedfwError("is a directory, not a counters JSON (from 'invoke counters --json')",
+                          path)
     if not path.is_file():
         raise SeedfwError("no such file", path)
     data = load_json(path)
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if isinstance(schema, str):
+        # Our other JSON documents (stats, report, diff) are full of numbers too; taken as
+        # counters they would be shown as measurements.
+        raise SeedfwError(f"is a {schema} document, not counters from 'invoke counters --json'",
+                          path, "schema")
     out = []
 
     def walk(node, prefix):
@@ -299,7 +308,8 @@ def read_counters(path: Path | None):
 
     walk(data, "")
     if not out:
-        raise SeedfwError("holds no numeric counter values", path)
+        raise SeedfwError("holds no numeric counter values (expected the output of "
+                          "'invoke counters --json')", path)
     return out, None
 
 

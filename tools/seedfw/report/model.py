@@ -156,6 +156,8 @@ def _deltas(outdir, images_rows, elf_paths, baseline) -> dict:
     if baseline is None:
         return unavailable(inputs.not_available("no baseline given (--baseline DIR)"))
     baseline = Path(baseline)
+    if baseline.exists() and not baseline.is_dir():
+        raise SeedfwError("is a file; --baseline takes another build's output directory", baseline)
     if not baseline.is_dir():
         raise SeedfwError("baseline output directory not found", baseline)
     base_manifest, _ = inputs.read_manifest(baseline)

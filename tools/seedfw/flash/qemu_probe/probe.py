@@ -17,6 +17,7 @@ from pyocd.core import exceptions
 from pyocd.core.memory_interface import MemoryInterface
 from pyocd.probe.debug_probe import DebugProbe
 
+from ..probe_ids import parse_qemu_uid as parse_uid  # one parser for the CLI check and the plug-in
 from .debug_regs import DebugRegisters, StoppedWhile
 from .rsp import RspClient, RspError
 
@@ -25,15 +26,6 @@ AHB_AP_IDR = 0x24770011
 AP_BASE = 0xE00FF003
 PPB_START = 0xE0000000  # private peripheral bus: where emulated registers may live
 CSW_DEFAULT = 0x23000052  # 32-bit, single auto-increment, DeviceEn, HPROT privileged data
-
-
-def parse_uid(uid: str) -> tuple[str, int]:
-    """`HOST:PORT` (optionally prefixed by `qemu:`) -> (host, port)."""
-    text = uid[5:] if uid.lower().startswith("qemu:") else uid
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"qemu probe id must be qemu:HOST:PORT, got '{uid}'")
-    return host, int(port)
 
 
 class QemuMemoryInterface(MemoryInterface):
