@@ -21,6 +21,7 @@ APT_PACKAGES = [
     "device-tree-compiler",       # dtc: DVFS OPP fragments, FIT
     "u-boot-tools",               # mkimage / dumpimage
     "lz4",                        # reference CLI for the ratio benchmark
+    "zstd",                       # second reference for the ratio benchmark
     "liblz4-dev",                 # reference decompressor for the speed benchmark
     "clang",                      # libFuzzer targets
     "libssl-dev",                 # TF-A's fiptool and cert tools
