@@ -1,0 +1,72 @@
+"""`invoke ci`: what CI produces for every change — images, boots, a flash check and reports.
+
+It is a task of tasks on purpose: each part runs the same code a developer runs by hand (build,
+run, flash, counters, report), so a green CI says those commands work, not a CI-only path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+from . import command
+from .flash import counters as counters_task, flash as flash_task
+from .. import boards, util
+from ..paths import ROOT
+
+__all__ = ["ci"]
+
+BENCH = ROOT / "bench" / "qemu-bench.yaml"
+
+
+@command(help={"output": "where images and reports go (default output/ci/<board>/)",
+               "baseline": "a previous ci output directory: size deltas per board against it",
+               "jobs": "steps run in parallel per build (default: number of cores)"})
+def ci(c, output=None, baseline=None, jobs=0):
+    """Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports and print the summary."""
+    from rich.console import Console
+
+    from .. import build as build_mod, qemu
+    from ..report import build_report, markdown, write_report
+
+    console = Console(highlight=False, soft_wrap=True)
+    root = Path(output) if output else ROOT / "output" / "ci"
+    summary: list[str] = []
+    for name in boards.names():
+        board = boards.get(name)
+        out = root / name
+        console.rule(f"[bold]{name}")
+        build_mod.build(name, out, jobs=int(jobs) or None, console=console)
+        if board.qemu:
+            result = qemu.run(board, out, timeout=60, echo=lambda s: None,
+                              log=out / "logs" / "ci-boot.log")
+            console.print(f"boot: ok in {result.seconds:.1f} s ({_first_seedfw_line(result.lines)})")
+        counters_file = None
+        if board.flash_backend == "pyocd":
+            flash_task(c, board=name, bench=str(BENCH), output=str(out))
+            counters_file = _counters(c, name, out)
+        base = Path(baseline) / name if baseline else None
+        report = build_report(out, baseline=base if base and base.is_dir() else None,
+                              counters=counters_file, board=name)
+        paths = write_report(report, out)
+        console.print(f"report: {paths['md'].relative_to(root)}, {paths['html'].relative_to(root)}")
+        summary.append(markdown.render(report))
+    text = "\n\n".join(summary)
+    util.write_text(root / "summary.md", text + "\n")
+    print(text)
+
+
+def _counters(c, board: str, out: Path) -> Path:
+    """The stats block read back through the probe, saved for the report as measured figures."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        counters_task(c, board=board, bench=str(BENCH), elf=str(out / "images" / "mcu.elf"),
+                      flash_first=True, json_=True)
+    values = json.loads(buf.getvalue())
+    return util.write_json(out / "counters.json", values)
+
+
+def _first_seedfw_line(lines: list[str]) -> str:
+    return next((l for l in lines if l.startswith("seedfw ")), "no banner")
