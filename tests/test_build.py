@@ -19,7 +19,7 @@ import builds
 from cli import invoke, one_error_line
 from seedfw import __version__, boards, qemu
 from seedfw.errors import SeedfwError
-from seedfw.paths import FIRMWARE_DIR
+from seedfw.paths import BOARD_DIR, FIRMWARE_DIR
 
 COMPILING_STEPS = {"tfa.build", "payload.build", "mcu.build"}
 
@@ -93,6 +93,57 @@ def test_clean_keeps_config_and_logs_distclean_removes_all(tmp_path):
     proc = invoke("distclean", "--board", "rk3588", "--output", out)
     assert proc.returncode == 0, proc.stderr
     assert not out.exists()
+
+
+def test_clean_of_an_output_dir_without_config_creates_none(tmp_path):
+    """clean keeps a .config when there is one and never makes one: an output dir that only has
+    build products (stamps, images) is cleaned and stays without .config; a missing one is left
+    missing."""
+    out = tmp_path / "out"
+    for sub in ("stamps", "images", "build/mcu"):
+        (out / sub).mkdir(parents=True)
+        (out / sub / "x").write_text("x")
+    proc = invoke("clean", "--board", "mps2-an385", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"cleaned {out}"
+    assert list(out.iterdir()) == []
+    missing = tmp_path / "never-built"
+    proc = invoke("clean", "--board", "mps2-an385", "--output", missing)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"nothing to clean: {missing} does not exist"
+    assert not missing.exists()
+
+
+def test_clean_and_distclean_refuse_a_directory_that_is_not_an_output_dir(tmp_path):
+    project = tmp_path / "project"
+    (project / "build").mkdir(parents=True)
+    (project / "build" / "keep.o").write_text("someone else's")
+    for task in ("clean", "distclean"):
+        line = one_error_line(invoke(task, "--board", "rk3588", "--output", project))
+        assert line == (f"error: {project}: --output: not a seedfw output directory (none of .config, "
+                        "config.json, stamps, manifest.json); not touching it")
+    assert (project / "build" / "keep.o").read_text() == "someone else's"
+
+
+def test_run_until_with_a_bad_expression_is_one_error_line(tmp_path):
+    line = one_error_line(invoke("run", "--board", "mps2-an385", "--output", tmp_path,
+                                 "--until", "stats: ("))
+    assert line == ("error: --until: 'stats: (' is not a valid regular expression: "
+                    "missing ), unterminated subpattern at position 7")
+
+
+def test_board_ready_expression_is_checked_with_its_file_and_field(tmp_path):
+    board_file = tmp_path / "board.yaml"
+    board_file.write_text((BOARD_DIR / "mps2-an385" / "board.yaml").read_text()
+                          .replace('ready: "^stats: "', 'ready: "[stats"'))
+    board = boards.load_file(board_file)
+    with pytest.raises(SeedfwError) as info:
+        qemu.ready_pattern(board)
+    assert info.value.line() == (f"{board_file}: qemu.ready: '[stats' is not a valid regular "
+                                 "expression: unterminated character set at position 0")
+    assert qemu.ready_pattern(boards.get("mps2-an385")).pattern == "^stats: "
+    assert qemu.ready_pattern(boards.get("mps2-an385"), until="banner").pattern == "banner"
+    assert qemu.ready_pattern(boards.get("qemu-aarch64")) is None
 
 
 def test_run_before_build_says_what_to_do(tmp_path):
@@ -222,17 +273,33 @@ def test_changing_tfa_log_level_rebuilds_tfa_only(rk3588_second_dir, tmp_path):
     frag.write_text("CONFIG_TFA_LOG_LEVEL=40\n")
     again = builds.rebuild(result, fragments=[frag])
     actions = {r["step"]: r["action"] for r in steps(result.outdir)}
-    assert actions == {"tfa.fetch": "skipped", "tfa.extract": "skipped", "tfa.build": "ran"}
-    assert again.ran == ["tfa.build"]
+    assert actions["tfa.fetch"] == actions["tfa.extract"] == "skipped"
+    # TF-A and what depends on it (later stages: images, reports) ran, nothing else. The stamps
+    # record each step's dependencies.
+    deps = {f.name[:-len(".stamp")]: set(json.loads(f.read_text())["deps"])
+            for f in (result.outdir / "stamps").glob("*.stamp")}
+    downstream = {"tfa.build"}
+    while True:
+        more = {s for s, d in deps.items() if d & downstream} - downstream
+        if not more:
+            break
+        downstream |= more
+    assert set(again.ran) == downstream, (again.ran, downstream)
+    assert again.ran[0] == "tfa.build" and not COMPILING_STEPS - {"tfa.build"} & set(again.ran)
     assert "LOG_LEVEL=40" in (result.outdir / "logs" / "tfa.log").read_text()
     assert builds.image(result, "bl31.elf").read_bytes() != before
 
 
-@pytest.mark.slow
-def test_mcu_image_links_at_the_boards_addresses(tmp_path_factory):
+@pytest.fixture(scope="session")
+def mps2_build(tmp_path_factory):
     if not (FIRMWARE_DIR / "mcu" / "Makefile").is_file():
         pytest.skip("firmware/mcu is not in the tree yet (built by the MCU issue)")
-    result = builds.build_board("mps2-an385", tmp_path_factory)
+    return builds.build_board("mps2-an385", tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_mcu_image_links_at_the_boards_addresses(mps2_build):
+    result = mps2_build
     board = boards.get("mps2-an385")
     flash, sram = board.region("flash"), board.region("sram")
     segments = load_segments(builds.image(result, "mcu.elf"))
@@ -260,3 +327,47 @@ def test_build_all_and_output_dirs_can_move(rk3588_build, qemu_aarch64_build, tm
         ran = [r["step"] for r in steps(tmp_path / name) if r["action"] == "ran"]
         if name in (rk3588_build.board, qemu_aarch64_build.board):
             assert ran == [], (name, ran)
+
+
+@pytest.mark.slow
+def test_mcu_build_makes_the_flash_algorithms_and_checks_them(mps2_build, tmp_path):
+    from seedfw.packages import mcu
+
+    algos = mps2_build.outdir / "build" / "mcu" / "flashalgo"
+    assert sorted(p.name for p in algos.glob("*.elf")) == ["algo-broken.elf", "algo.elf"]
+    log = (mps2_build.outdir / "logs" / "mcu.log").read_text()
+    assert "=== flash algo vs tools/seedfw/flash/targets/mps2_an385_algo.py: identical" in log
+    assert mcu.algo_drift(algos / "algo.elf") is None
+    # Negative control: a checked-in blob one byte off is reported, with how to regenerate it.
+    stale = tmp_path / "stale_algo.py"
+    text = mcu.CHECKED_IN_ALGO.read_text()
+    stale.write_text(text.replace('    "00be', '    "01be', 1))
+    assert stale.read_text() != text
+    drift = mcu.algo_drift(algos / "algo.elf", stale)
+    assert drift.startswith(f"firmware/mcu/flashalgo builds to a different algorithm than the "
+                            f"checked-in {stale}, which 'invoke flash' uses; regenerate it with")
+    # `invoke flash` finds its image through the manifest; the algorithms are not images.
+    names = {a["name"] for a in json.loads((mps2_build.outdir / "manifest.json").read_text())["artifacts"]}
+    assert {"mcu.elf", "mcu.bin", "mcu.hex"} <= names and not any("algo" in n for n in names)
+
+
+@pytest.mark.slow
+def test_invoke_run_mps2_stops_at_the_boards_ready_line(mps2_build):
+    """The MCU never powers off: the run succeeds at board.yaml's qemu.ready line (the stats block)."""
+    out = mps2_build.outdir
+    build_id = json.loads((out / "manifest.json").read_text())["build_id"]
+    proc = invoke("run", "--board", "mps2-an385", "--output", out, "--timeout", "30")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"seedfw mcu 0.1.0 build {build_id} on mps2-an385" in lines
+    assert any(l.startswith("stats: addr=0x") for l in lines)
+    assert lines[-1].startswith("guest ready after ") and "matched '^stats: '" in lines[-1]
+    assert "terminating on signal" not in proc.stdout + proc.stderr
+    assert "stats: addr=0x" in (out / "logs" / "run.log").read_text()
+    # --until overrides it; a line the MCU never prints is a timeout (negative control).
+    proc = invoke("run", "--board", "mps2-an385", "--output", out, "--until", "^image: bytes=")
+    assert proc.returncode == 0 and "matched '^image: bytes='" in proc.stdout.splitlines()[-1]
+    line = one_error_line(invoke("run", "--board", "mps2-an385", "--output", out,
+                                 "--until", "^never printed", "--timeout", "3"))
+    assert line == (f"error: {out / 'logs' / 'run.log'}: guest did not power off or print a line "
+                    "matching '^never printed' within 3 s")

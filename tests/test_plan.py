@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +193,126 @@ def test_order_only_dependencies_order_but_do_not_propagate(tmp_path):
     knobs["fetch"] = 2
     make()
     assert calls == ["fetch"]
+
+
+# ---- interrupted builds (SIGINT): nothing half-done is left behind ---------------------------------
+
+def _sigint_main_when(condition, timeout=20.0):
+    """From a helper thread: once `condition()` holds, deliver a real SIGINT to the main thread (as
+    Ctrl-C does), so the plan's KeyboardInterrupt path runs exactly as in a terminal."""
+    def watch():
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_sigint_ends_the_commands_process_group_and_writes_no_stamp(tmp_path):
+    out = tmp_path / "out"
+    final = out / "images" / "product.bin"
+    final.parent.mkdir(parents=True)
+    final.write_bytes(b"previous good image")
+    pidfile = tmp_path / "grandchild.pid"
+
+    def slow(step):
+        # A grandchild in the command's group stands for the compilers make starts.
+        plan.run_command(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; echo started; wait"],
+                         log=step.log)
+        built = tmp_path / "built.bin"
+        built.write_bytes(b"new")
+        step.install({final: built})
+
+    def quick(step):
+        (tmp_path / "quick.txt").write_text("done")
+
+    p = plan.Plan(out, jobs=2)
+    p.add(plan.Step("pkg.slow", slow, package="pkg"), plan.Step("other.quick", quick))
+    log = out / "logs" / "pkg.log"
+    _sigint_main_when(lambda: log.is_file() and "started" in log.read_text())
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        p.run()
+    assert time.monotonic() - started < plan.KILL_GRACE + 5
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild), "the command's process group outlived the interrupt"
+    assert actions(out) == {"other.quick": "ran", "pkg.slow": "interrupted"}
+    assert not (out / "stamps" / "pkg.slow.stamp").exists()
+    assert (out / "stamps" / "other.quick.stamp").exists()
+    assert final.read_bytes() == b"previous good image"
+    assert not list(out.rglob("*.tmp"))
+    # Negative control: the same step left alone installs its product and gets a stamp.
+    (tmp_path / "built.bin").write_bytes(b"new")
+    p = plan.Plan(out, jobs=2)
+    p.add(plan.Step("pkg.slow", lambda s: (s.install({final: tmp_path / "built.bin"})),
+                    package="pkg"))
+    p.run()
+    assert final.read_bytes() == b"new" and (out / "stamps" / "pkg.slow.stamp").exists()
+
+
+def test_products_are_installed_only_when_the_step_succeeds(tmp_path):
+    out = tmp_path / "out"
+    images = out / "images"
+    images.mkdir(parents=True)
+    for name in ("a.bin", "b.bin"):
+        (images / name).write_text("old")
+        (tmp_path / name).write_text("new")
+
+    def failing(step):
+        step.install({images / "a.bin": tmp_path / "a.bin"})
+        raise SeedfwError("compiler failed after the first output was made")
+
+    p = plan.Plan(out)
+    p.add(plan.Step("pkg.build", failing, package="pkg"))
+    with pytest.raises(SeedfwError, match="compiler failed"):
+        p.run()
+    assert [(images / n).read_text() for n in ("a.bin", "b.bin")] == ["old", "old"]
+    with pytest.raises(SeedfwError, match="expected build output is missing: .*nothing.bin"):
+        plan.Step("x", lambda s: None).install({images / "c.bin": tmp_path / "nothing.bin"})
+
+    p = plan.Plan(out)
+    p.add(plan.Step("pkg.build", lambda s: s.install({images / n: tmp_path / n
+                                                       for n in ("a.bin", "b.bin")}),
+                    package="pkg"))
+    p.run()
+    assert [(images / n).read_text() for n in ("a.bin", "b.bin")] == ["new", "new"]
+    assert sorted(p.name for p in images.iterdir()) == ["a.bin", "b.bin"]     # no temporaries
+
+
+def test_run_command_streams_into_the_log_and_keeps_util_runs_contract(tmp_path):
+    log = tmp_path / "x.log"
+    proc = plan.run_command(["sh", "-c", "echo out; echo err >&2"], log=log)
+    assert proc.returncode == 0 and proc.stdout == b"out\nerr\n"
+    assert log.read_text() == "$ sh -c 'echo out; echo err >&2'\nout\nerr\n"
+    with pytest.raises(SeedfwError) as info:
+        plan.run_command(["sh", "-c", "echo bad; exit 4"], log=log)
+    assert info.value.message == f"'sh -c 'echo bad; exit 4'…' failed with exit code 4 (log: {log})"
+    assert info.value.tail == ["bad"]
+    with pytest.raises(SeedfwError, match="command not found: no-such-tool"):
+        plan.run_command(["no-such-tool"])
+
+
+def test_run_command_outside_a_plan_ends_its_group_on_ctrl_c(tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    _sigint_main_when(lambda: pidfile.exists() and pidfile.read_text().endswith("\n"))
+    with pytest.raises(KeyboardInterrupt):
+        plan.run_command(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"])
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild)

@@ -57,6 +57,9 @@ SCHEMA = {
                 "cpu": {"type": "string"},
                 "memory": {"type": "integer", "minimum": 1},
                 "args": {"type": "array", "items": {"type": "string"}},
+                # A guest that never powers off (an MCU idling in WFI) has succeeded once its UART
+                # prints a line matching this regular expression; `qemu.run` then stops QEMU.
+                "ready": {"type": "string", "minLength": 1},
             },
         },
         "pyocd": {

@@ -7,8 +7,17 @@ upstream re-runs everything downstream and nothing else. A step whose stamp equa
 in `<out>/stamps/<step>.stamp` (and whose declared outputs exist) is skipped without calling it.
 
 Every run leaves `<out>/logs/steps.jsonl`: one JSON line per step of *that* run
-(`step`, `action` "ran"/"skipped"/"failed", `stamp`, `seconds`), which is what tests assert on; each package's
-full output goes to `<out>/logs/<package>.log`.
+(`step`, `action` "ran"/"skipped"/"failed"/"interrupted", `stamp`, `seconds`), which is what tests
+assert on; each package's full output goes to `<out>/logs/<package>.log`, streamed as it comes.
+
+Interrupted builds (SIGINT): the previous images stay valid and the next build completes, because
+  * a step hands its products to `step.install({final: built})` instead of writing <out>/images/
+    itself; the plan copies them to temporary files beside their targets and renames them all only
+    after the step succeeded (and the build is not being interrupted);
+  * a step's stamp is removed before it runs and written only after its outputs are in place;
+  * commands run through `run_command` get a process group of their own, so on SIGINT the plan ends
+    every running make with all its compilers (SIGTERM, then SIGKILL), whether or not the signal
+    reached them, and raises KeyboardInterrupt to the caller once the workers have stopped.
 """
 
 from __future__ import annotations
@@ -16,10 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
+import tempfile
 import threading
 import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +42,11 @@ from . import util
 from .errors import SeedfwError
 
 TAIL_LINES = 30
+KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL for an interrupted step's commands
+
+
+class Interrupted(Exception):
+    """Raised inside a step when the build is being interrupted: not a failure of the step."""
 
 
 @dataclass
@@ -44,6 +62,8 @@ class Step:
     version:  bump when the step's code changes what it produces
     package:  log name: output goes to <out>/logs/<package>.log (`self.log`)
     outputs:  files that must exist for a skip to be trusted
+    `run` hands the files it produced to `step.install({final path: built path})`; the plan puts
+    them in place (atomically, all together) only after `run` returned.
     """
 
     name: str
@@ -55,9 +75,17 @@ class Step:
     package: str | None = None
     outputs: tuple[Path, ...] = ()
     log: Path | None = None          # set by the plan
+    staged: dict = field(default_factory=dict, repr=False)   # final path -> built path
 
     def resolved_inputs(self) -> dict:
         return self.inputs() if callable(self.inputs) else self.inputs
+
+    def install(self, files: dict) -> None:
+        """Products of this step, committed by the plan after `run` succeeds: {final: built}."""
+        for final, built in files.items():
+            if not Path(built).is_file():
+                raise SeedfwError(f"expected build output is missing: {built}")
+            self.staged[Path(final)] = Path(built)
 
 
 # ---- input helpers: what a step's stamp is made of ----------------------------------------------
@@ -120,6 +148,86 @@ def stamp_of(step: Step, dep_stamps: dict[str, str]) -> tuple[str, dict]:
     return hashlib.sha256(text.encode()).hexdigest(), doc
 
 
+# ---- commands run by steps -----------------------------------------------------------------------
+
+_current = threading.local()        # .plan: the Plan whose step this worker thread is running
+
+
+def run_command(cmd: Iterable, *, cwd=None, env: dict | None = None, log=None,
+                check: bool = True) -> subprocess.CompletedProcess:
+    """Run a command for a build step; same contract as `util.run`, plus two things a build needs.
+
+    * Its output is appended to `log` line by line as it comes (`tail -f` shows a compile's
+      progress), not only when it ends.
+    * It runs in a process group of its own, registered with the plan running the step, so an
+      interrupted build ends it and every compiler it started with one signal to the group.
+    Raises `Interrupted` when the build is interrupted while (or before) it runs.
+    """
+    cmd = [str(c) for c in cmd]
+    plan = getattr(_current, "plan", None)
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update({k: str(v) for k, v in env.items()})
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+    logf = open(log, "ab") if log is not None else None
+    output = bytearray()
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    try:
+        if logf:
+            logf.write(f"$ {shlex.join(cmd)}\n".encode())
+            logf.flush()
+        try:
+            proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        except FileNotFoundError:
+            raise SeedfwError(f"command not found: {cmd[0]} (run 'invoke setup')") from None
+        if plan is not None:
+            plan._adopt(proc)
+        try:
+            for line in proc.stdout:
+                output += line
+                tail.append(line.decode(errors="replace").rstrip("\r\n"))
+                if logf:
+                    logf.write(line)
+                    logf.flush()
+            proc.wait()
+        except BaseException:
+            # E.g. Ctrl-C outside a plan (the main thread runs the command): its own group does not
+            # get the terminal's SIGINT, so end it here rather than leave it running.
+            _signal_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(KILL_GRACE)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait()
+            raise
+        finally:
+            if plan is not None:
+                plan._release(proc)
+    finally:
+        if logf:
+            logf.close()
+    if plan is not None and plan.interrupted:
+        raise Interrupted(cmd[0])
+    if check and proc.returncode != 0:
+        where = f" (log: {log})" if log is not None else ""
+        err = SeedfwError(f"'{shlex.join(cmd[:3])}…' failed with exit code {proc.returncode}{where}")
+        err.tail = list(tail)
+        raise err
+    return subprocess.CompletedProcess(cmd, proc.returncode, bytes(output), None)
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Signal the process group `proc` leads (run_command starts each command as its own group)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass                            # already gone
+
+
 # ---- the plan ------------------------------------------------------------------------------------
 
 class Plan:
@@ -135,6 +243,8 @@ class Plan:
         self.records: list[dict] = []
         self._lock = threading.Lock()
         self._fresh_logs: set[str] = set()
+        self._cancel = threading.Event()
+        self._children: set[subprocess.Popen] = set()
 
     def add(self, *steps: Step) -> None:
         for step in steps:
@@ -168,16 +278,25 @@ class Plan:
     # -- running --
 
     def run(self) -> list[dict]:
-        """Run every step whose stamp changed; return the step records (also in logs/steps.jsonl)."""
+        """Run every step whose stamp changed; return the step records (also in logs/steps.jsonl).
+
+        On KeyboardInterrupt (SIGINT in the main thread: worker threads never see it) the running
+        steps' commands are ended, their workers joined, the records written, and the
+        KeyboardInterrupt re-raised — no stamp and no image of an unfinished step is written.
+        """
         order = self.order()
         self.stamp_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.records = []
+        self._cancel.clear()
         stamps: dict[str, str] = {}
         pending = list(order)
         running = {}
         failure: BaseException | None = None
-        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+        # Not a `with` block: its exit would join the workers *before* an except clause could end
+        # their commands, i.e. Ctrl-C would wait for the compile to finish.
+        pool = ThreadPoolExecutor(max_workers=self.jobs)
+        try:
             while pending or running:
                 if failure is None:
                     for name in list(pending):
@@ -198,11 +317,60 @@ class Plan:
                         stamps[name] = fut.result()
                     except BaseException as exc:       # keep the first failure; let others finish
                         failure = failure or exc
-        util.write_text(self.log_dir / "steps.jsonl",
-                        "".join(json.dumps(r, sort_keys=True) + "\n" for r in self.records))
+        except KeyboardInterrupt:
+            self._interrupt(list(running))
+            self._write_records()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+        self._write_records()
         if failure is not None:
             raise failure
         return self.records
+
+    @property
+    def interrupted(self) -> bool:
+        return self._cancel.is_set()
+
+    def _interrupt(self, futures) -> None:
+        """Stop everything running: no new commands, SIGTERM to every command's process group,
+        SIGKILL to those still there after KILL_GRACE (or at a second Ctrl-C), then join."""
+        self._cancel.set()
+        self._signal_children(signal.SIGTERM)
+        deadline = time.monotonic() + KILL_GRACE
+        while futures:
+            try:
+                _, left = wait(futures, timeout=max(0.0, deadline - time.monotonic()))
+            except KeyboardInterrupt:
+                left = futures
+                deadline = time.monotonic()
+            futures = list(left)
+            if futures and time.monotonic() >= deadline:
+                self._signal_children(signal.SIGKILL)
+                deadline = time.monotonic() + KILL_GRACE
+
+    def _signal_children(self, sig: int) -> None:
+        with self._lock:
+            children = list(self._children)
+        for proc in children:
+            _signal_group(proc, sig)
+
+    def _adopt(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._children.add(proc)
+            cancelled = self._cancel.is_set()
+        if cancelled:                   # started while the interrupt was being handled
+            _signal_group(proc, signal.SIGTERM)
+
+    def _release(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._children.discard(proc)
+        if self._cancel.is_set():       # a straggler of the group (a compiler make left behind)
+            _signal_group(proc, signal.SIGKILL)
+
+    def _write_records(self) -> None:
+        util.write_text(self.log_dir / "steps.jsonl",
+                        "".join(json.dumps(r, sort_keys=True) + "\n" for r in self.records))
 
     def _run_one(self, step: Step, dep_stamps: dict[str, str]) -> str:
         stamp, doc = stamp_of(step, dep_stamps)
@@ -211,20 +379,52 @@ class Plan:
         if self._recorded(stamp_file) == stamp and all(Path(o).exists() for o in step.outputs):
             self._record(step, "skipped", stamp, started)
             return stamp
+        if self._cancel.is_set():
+            raise Interrupted(step.name)
         stamp_file.unlink(missing_ok=True)          # a failed re-run must not look up to date
         self._open_log(step)
         with open(step.log, "a") as f:
             f.write(f"=== step {step.name} (stamp {stamp[:16]})\n")
+        step.staged = {}
+        _current.plan = self
         try:
             step.run(step)
-        except SeedfwError as exc:
+            self._commit(step)
+        except (SeedfwError, Interrupted) as exc:
+            if self._cancel.is_set():   # a command ended by the interrupt fails: not the step's fault
+                self._record(step, "interrupted", stamp, started)
+                raise Interrupted(step.name) from None
             self._record(step, "failed", stamp, started)
             raise self._failure(step, exc) from None
+        finally:
+            _current.plan = None
         # Recompute: a step may create what its inputs describe (e.g. a fetch fills the cache).
         stamp, doc = stamp_of(step, dep_stamps)
         util.write_json(stamp_file, {"stamp": stamp, **doc})
         self._record(step, "ran", stamp, started)
         return stamp
+
+    def _commit(self, step: Step) -> None:
+        """Put a finished step's products in place: all copied to temporary files beside their
+        targets first, then (unless the build is being interrupted) renamed over them together."""
+        moves: list[tuple[Path, Path]] = []
+        try:
+            for final, built in sorted(step.staged.items()):
+                final.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+                os.close(fd)
+                moves.append((Path(tmp), final))
+                shutil.copyfile(built, tmp)
+                os.chmod(tmp, 0o644)
+            if self._cancel.is_set():
+                raise Interrupted(step.name)
+            while moves:
+                tmp, final = moves[0]
+                os.replace(tmp, final)
+                moves.pop(0)
+        finally:
+            for tmp, _ in moves:
+                tmp.unlink(missing_ok=True)
 
     @staticmethod
     def _recorded(stamp_file: Path) -> str | None:
@@ -250,10 +450,12 @@ class Plan:
                 self.console.print(f"  [green]built[/]   {step.name:<22} {seconds:6.1f} s")
             elif action == "failed":
                 self.console.print(f"  [red]FAILED[/]  {step.name:<22} {seconds:6.1f} s")
+            elif action == "interrupted":
+                self.console.print(f"  [yellow]stopped[/] {step.name:<22} {seconds:6.1f} s")
             else:
                 self.console.print(f"  [dim]skipped {step.name:<22}   up to date[/]")
 
-    def _failure(self, step: Step, exc: SeedfwError) -> SeedfwError:
+    def _failure(self, step: Step, exc: BaseException) -> SeedfwError:
         try:
             lines = step.log.read_text(errors="replace").splitlines()
         except OSError:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import paths, util
+from .plan import run_command as _run   # stoppable on SIGINT, streamed to the step's log
 from .errors import SeedfwError
 
 # The machine's own apt sources; read at run time, never copied into the tree.
@@ -106,11 +107,11 @@ class DebianSourceSite(Site):
         staging = state / "source" / f"{self.package}_{self.version}"
         if not (staging / file.name).is_file():
             options = self._private_state(state)
-            util.run(["apt-get", *options, "update", "-qq"], log=log)
+            _run(["apt-get", *options, "update", "-qq"], log=log)
             if staging.exists():
                 shutil.rmtree(staging)
             staging.mkdir(parents=True)
-            util.run(["apt-get", *options, "source", "--download-only",
+            _run(["apt-get", *options, "source", "--download-only",
                       f"{self.package}={self.version}"], cwd=staging, log=log)
         got = staging / file.name
         if not got.is_file():
@@ -273,14 +274,14 @@ def extract(source: Source, dest: Path, log: Path | None = None, progress: Progr
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
     try:
-        util.run(["tar", "-xf", archive, f"--strip-components={source.strip_components}",
+        _run(["tar", "-xf", archive, f"--strip-components={source.strip_components}",
                   "-C", tmp], log=log)
         for patch in source.patches:
             progress(f"applying patch {patch.name}")
             if log is not None:
                 with open(log, "a") as f:
                     f.write(f"=== patch {patch.name} sha256 {util.sha256_file(patch)}\n")
-            util.run(["patch", "-p1", "--forward", "--batch", "-i", patch], cwd=tmp, log=log)
+            _run(["patch", "-p1", "--forward", "--batch", "-i", patch], cwd=tmp, log=log)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)

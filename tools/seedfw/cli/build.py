@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -35,29 +36,64 @@ def _outputs(board: str, output: str | None) -> list[tuple[str, Path | None]]:
 def build(c, board=None, output=None, fragment=None, jobs=0, strict=False):
     """Build a board's firmware (TF-A, payload, MCU) into <out>/images with stamps, logs and a manifest."""
     console = Console(highlight=False, soft_wrap=True)
-    for name, out in _outputs(default_board(board), output):
-        build_mod.build(name, out, fragment or (), jobs=int(jobs) or None, strict=strict,
-                        console=console)
+    targets = _outputs(default_board(board), output)
+    started = time.monotonic()
+    results = []
+    for i, (name, out) in enumerate(targets, 1):
+        counter = f" ({i}/{len(targets)})" if len(targets) > 1 else ""
+        results.append(build_mod.build(name, out, fragment or (), jobs=int(jobs) or None,
+                                       strict=strict, console=console, counter=counter))
+    if len(results) > 1:
+        ran = sum(len(r.ran) for r in results)
+        console.print(f"[bold]{len(results)} boards[/] built, {ran} step(s) ran, "
+                      f"{time.monotonic() - started:.1f} s: "
+                      + ", ".join(f"{r.board} ({len(r.ran)} ran)" for r in results))
 
 
 @command(help={"board": "board name", "output": _OUTPUT_HELP,
-               "timeout": "seconds the guest has to power off (default 30)"})
-def run(c, board=None, output=None, timeout=30.0):
+               "timeout": "seconds the guest has to power off or print its ready line (default 30)",
+               "until": "regular expression: stop with success once a UART line matches it "
+                        "(overrides board.yaml qemu.ready)"})
+def run(c, board=None, output=None, timeout=30.0, until=None):
     """Boot a built board in QEMU; stream the UART to the terminal and <out>/logs/run.log."""
     name = default_board(board)
     if name == "all":
         raise SeedfwError("'run' takes one board, not 'all'")
     brd = boards.get(name)
-    result = qemu.run(brd, output_dir(name, output), timeout=float(timeout))
-    print(f"guest powered off after {result.seconds:.1f} s (exit status {result.returncode}); "
-          f"UART log: {result.log}")
+    result = qemu.run(brd, output_dir(name, output), timeout=float(timeout), until=until)
+    if result.ready_line is not None and result.returncode is None:
+        print(f"guest ready after {result.seconds:.1f} s (UART line matched "
+              f"'{qemu.ready_pattern(brd, until).pattern}'); QEMU stopped; UART log: {result.log}")
+    else:
+        print(f"guest powered off after {result.seconds:.1f} s (exit status {result.returncode}); "
+              f"UART log: {result.log}")
+
+
+# What only a seedfw output directory holds: clean/distclean refuse any other directory, so that
+# `--output .` or a mistyped path never removes someone's `build/` folder or home directory.
+_OUTPUT_MARKS = (".config", "config.json", "stamps", "manifest.json")
+
+
+def _check_output_dir(outdir: Path) -> bool:
+    """True when `outdir` exists and is a seedfw output directory (or empty); False when absent."""
+    if not outdir.exists():
+        return False
+    if not outdir.is_dir():
+        raise SeedfwError("not a directory", outdir, "--output")
+    if any(outdir.iterdir()) and not any((outdir / m).exists() for m in _OUTPUT_MARKS):
+        raise SeedfwError(f"not a seedfw output directory (none of {', '.join(_OUTPUT_MARKS)}); "
+                          "not touching it", outdir, "--output")
+    return True
 
 
 @command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP})
 def clean(c, board=None, output=None):
-    """Remove build trees, stamps and images (keeps .config and the download cache)."""
+    """Remove build trees, stamps, images and manifest (keeps .config, logs and the download cache)."""
     for name, out in _outputs(default_board(board), output):
         outdir = output_dir(name, out)
+        if not _check_output_dir(outdir):
+            print(f"nothing to clean: {outdir} does not exist")
+            continue
         for sub in ("build", "stamps", "images"):
             shutil.rmtree(outdir / sub, ignore_errors=True)
         (outdir / "manifest.json").unlink(missing_ok=True)
@@ -69,5 +105,8 @@ def distclean(c, board=None, output=None):
     """Remove a board's whole output directory (the download cache stays)."""
     for name, out in _outputs(default_board(board), output):
         outdir = output_dir(name, out)
-        shutil.rmtree(outdir, ignore_errors=True)
+        if not _check_output_dir(outdir):
+            print(f"nothing to remove: {outdir} does not exist")
+            continue
+        shutil.rmtree(outdir)
         print(f"removed {outdir}")

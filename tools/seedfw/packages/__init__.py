@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import config as config_mod
-from .. import plan, util
-from ..errors import SeedfwError
+from .. import plan
 from ..paths import FIRMWARE_DIR
 
 # Firmware code shared between our C programs (binary layouts, crc32/sha256): every firmware
@@ -91,12 +90,13 @@ class Package:
         return {name: plan.tree_hash(path) for name, path in trees.items() if path.is_dir()}
 
     @staticmethod
-    def install(files: dict[str, Path], images: Path) -> None:
-        """Copy build outputs into images/ under their final names (atomically)."""
-        for final, built in files.items():
-            if not Path(built).is_file():
-                raise SeedfwError(f"expected build output is missing: {built}")
-            util.copy_file(built, images / final)
+    def install(step: plan.Step, files: dict[str, Path], images: Path) -> None:
+        """Hand build outputs to the plan under their final names in images/.
+
+        They are copied only after the step succeeded, all together by temporary file + rename
+        (see seedfw.plan), so an interrupted or failed build never leaves a half-updated set.
+        """
+        step.install({images / final: Path(built) for final, built in files.items()})
 
     @staticmethod
     def fresh_dir(path: Path) -> Path:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from .. import plan, util
+from pathlib import Path
+
+from .. import plan
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
 from . import Package
 
 SOURCE = FIRMWARE_DIR / "mcu"
+# The flash algorithm pyOCD runs on the target is checked in as generated Python (the pyOCD target
+# embeds it); the build rebuilds it from source to notice when the two have drifted apart.
+CHECKED_IN_ALGO = ROOT / "tools" / "seedfw" / "flash" / "targets" / "mps2_an385_algo.py"
 
 
 class McuPackage(Package):
@@ -15,15 +20,19 @@ class McuPackage(Package):
 
     Kconfig symbols read: MCU (enables it), CROSS_COMPILE_M, BUILD_ID, BUILD_JOBS.
     Contract with firmware/mcu/Makefile:
-      make -C firmware/mcu O=<dir> CROSS_COMPILE=<prefix> BUILD_ID=<id>
-      → <dir>/mcu.elf, <dir>/mcu.bin, <dir>/mcu.hex
+      make -C firmware/mcu O=<dir> CROSS_COMPILE=<prefix> BUILD_ID=<id> all flashalgo
+      → <dir>/mcu.elf, <dir>/mcu.bin, <dir>/mcu.hex, <dir>/flashalgo/algo.elf, algo-broken.elf
     Outputs: <out>/images/mcu.elf, mcu.bin, mcu.hex. Build directory: <out>/build/mcu.
+    The flash algorithms stay in <out>/build/mcu/flashalgo/: `invoke flash` does not read them (the
+    pyOCD target embeds the checked-in blob, tools/seedfw/flash/targets/mps2_an385_algo.py); the
+    build compares the fresh algo.elf with that blob and warns when they differ.
     """
 
     name = "mcu"
     symbols = ("MCU", "CROSS_COMPILE_M", "BUILD_ID", "BUILD_JOBS")
-    STEP_VERSION = "1"
+    STEP_VERSION = "2"
     OUTPUTS = ("mcu.elf", "mcu.bin", "mcu.hex")
+    ALGOS = ("algo.elf", "algo-broken.elf")
 
     def enabled(self, values):
         return bool(values.get("MCU"))
@@ -37,17 +46,47 @@ class McuPackage(Package):
             raise SeedfwError("the wake-MCU firmware is not in this tree yet, so CONFIG_MCU cannot be "
                               "built (disable MCU or add firmware/mcu)", makefile)
         prefix = ctx.values["CROSS_COMPILE_M"]
+        out = ctx.build_dir("mcu")
 
         def inputs():
             return {"source": self.source_hashes(SOURCE), "build_id": ctx.build_id,
                     "symbols": plan.symbols(ctx.values, self.symbols),
-                    "toolchain": ctx.toolchain(prefix + "gcc")}
+                    "toolchain": ctx.toolchain(prefix + "gcc"),
+                    "checked_in_algo": plan.file_hashes([CHECKED_IN_ALGO], ROOT)}
 
         def build(step):
-            out = self.fresh_dir(ctx.build_dir("mcu"))
-            util.run(["make", "-C", SOURCE.relative_to(ROOT), f"-j{ctx.make_jobs}", f"O={out}",
-                      f"CROSS_COMPILE={prefix}", f"BUILD_ID={ctx.build_id}"], cwd=ROOT, log=step.log)
-            self.install({n: out / n for n in self.OUTPUTS}, ctx.images)
+            self.fresh_dir(out)
+            plan.run_command(["make", "-C", SOURCE.relative_to(ROOT), f"-j{ctx.make_jobs}",
+                              f"O={out}", f"CROSS_COMPILE={prefix}", f"BUILD_ID={ctx.build_id}",
+                              "all", "flashalgo"], cwd=ROOT, log=step.log)
+            for algo in self.ALGOS:
+                if not (out / "flashalgo" / algo).is_file():
+                    raise SeedfwError("expected build output is missing", out / "flashalgo" / algo)
+            drift = algo_drift(out / "flashalgo" / "algo.elf")
+            with open(step.log, "a") as f:
+                f.write(f"=== flash algo vs {CHECKED_IN_ALGO.relative_to(ROOT)}: "
+                        f"{drift or 'identical'}\n")
+            if drift:
+                ctx.progress(f"  mcu: warning: {drift}")
+            self.install(step, {n: out / n for n in self.OUTPUTS}, ctx.images)
 
+        outputs = (*self.artifacts(ctx), *(out / "flashalgo" / a for a in self.ALGOS))
         return [plan.Step("mcu.build", build, inputs=inputs, version=self.STEP_VERSION,
-                          package=self.name, outputs=tuple(self.artifacts(ctx)))]
+                          package=self.name, outputs=outputs)]
+
+
+def algo_drift(algo_elf: Path, checked_in: Path = CHECKED_IN_ALGO) -> str | None:
+    """None when `algo_elf` renders to exactly the checked-in algo module, else what to do about it."""
+    from ..flash.targets import algo_blob
+
+    blob, offsets = algo_blob.read_algo_elf(algo_elf)
+    fresh = algo_blob.render_module(blob, offsets, "firmware/mcu/flashalgo")
+    try:
+        if checked_in.read_text() == fresh:
+            return None
+    except FileNotFoundError:
+        pass
+    shown = checked_in.relative_to(ROOT) if checked_in.is_relative_to(ROOT) else checked_in
+    return (f"firmware/mcu/flashalgo builds to a different algorithm than the checked-in {shown}, "
+            f"which 'invoke flash' uses; regenerate it with "
+            f"'python -m seedfw.flash.targets.algo_blob {algo_elf} > {shown}'")

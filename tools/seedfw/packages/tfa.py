@@ -153,7 +153,7 @@ class TfaPackage(Package):
                     "toolchain": ctx.toolchain(cc), "source_date_epoch": util.source_date_epoch()}
 
         def build(step):
-            self.build(ctx, tree, build_base, step.log)
+            self.build(ctx, tree, build_base, step)
 
         deps = ("tfa.extract",) + (("payload.build",) if self.with_bl33(ctx) else ())
         return [
@@ -168,7 +168,7 @@ class TfaPackage(Package):
                       package=self.name, outputs=tuple(self.artifacts(ctx))),
         ]
 
-    def build(self, ctx: BuildContext, tree, build_base, log) -> None:
+    def build(self, ctx: BuildContext, tree, build_base, step: plan.Step) -> None:
         # TF-A's makefiles do not track command-line variables, so a changed option needs a clean
         # build directory (the stamp only gets us here when something changed).
         self.fresh_dir(build_base)
@@ -182,14 +182,14 @@ class TfaPackage(Package):
         # would replace TF-A's own assembler flags.
         env = {"SOURCE_DATE_EPOCH": str(util.source_date_epoch()), "ASFLAGS": prefix_map,
                "LC_ALL": "C"}
-        util.run(args, cwd=tree, env=env, log=log)
+        plan.run_command(args, cwd=tree, env=env, log=step.log)
         kind = "debug" if ctx.values.get("TFA_DEBUG") else "release"
         plat_dir = build_base / self.platform(ctx) / kind
         files = {"bl31.elf": plat_dir / "bl31" / "bl31.elf"}
         if "fip" in self.targets(ctx):
             files.update({f"{e}.elf": plat_dir / e / f"{e}.elf" for e in ("bl1", "bl2")})
             files.update({n: plat_dir / n for n in self.BINARIES})
-        self.install(files, ctx.images)
+        self.install(step, files, ctx.images)
 
 
 def patch_series() -> list[str]:
