@@ -240,7 +240,8 @@ def test_sigint_ends_the_commands_process_group_and_writes_no_stamp(tmp_path):
     p = plan.Plan(out, jobs=2)
     p.add(plan.Step("pkg.slow", slow, package="pkg"), plan.Step("other.quick", quick))
     log = out / "logs" / "pkg.log"
-    _sigint_main_when(lambda: log.is_file() and "started" in log.read_text())
+    # The line "started", not the echoed command line that contains the word.
+    _sigint_main_when(lambda: log.is_file() and "\nstarted\n" in log.read_text())
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         p.run()
