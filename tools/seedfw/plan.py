@@ -25,14 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +39,7 @@ from typing import Callable, Iterable
 from . import util
 from .errors import SeedfwError
 
-TAIL_LINES = 30
-KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL for an interrupted step's commands
+KILL_GRACE = util.KILL_GRACE   # seconds between SIGTERM and SIGKILL for an interrupted step's commands
 
 
 class Interrupted(Exception):
@@ -155,77 +152,17 @@ _current = threading.local()        # .plan: the Plan whose step this worker thr
 
 def run_command(cmd: Iterable, *, cwd=None, env: dict | None = None, log=None,
                 check: bool = True) -> subprocess.CompletedProcess:
-    """Run a command for a build step; same contract as `util.run`, plus two things a build needs.
-
-    * Its output is appended to `log` line by line as it comes (`tail -f` shows a compile's
-      progress), not only when it ends.
-    * It runs in a process group of its own, registered with the plan running the step, so an
-      interrupted build ends it and every compiler it started with one signal to the group.
-    Raises `Interrupted` when the build is interrupted while (or before) it runs.
-    """
-    cmd = [str(c) for c in cmd]
+    """`util.run` for a build step: the command's process group is registered with the plan
+    running the step, so an interrupted build ends it (and every compiler it started) with one
+    signal. Raises `Interrupted` when the build is interrupted while (or before) it runs."""
     plan = getattr(_current, "plan", None)
-    full_env = None
-    if env:
-        full_env = dict(os.environ)
-        full_env.update({k: str(v) for k, v in env.items()})
-    if log is not None:
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
-    logf = open(log, "ab") if log is not None else None
-    output = bytearray()
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    try:
-        if logf:
-            logf.write(f"$ {shlex.join(cmd)}\n".encode())
-            logf.flush()
-        try:
-            proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        except FileNotFoundError:
-            raise SeedfwError(f"command not found: {cmd[0]} (run 'invoke setup')") from None
-        if plan is not None:
-            plan._adopt(proc)
-        try:
-            for line in proc.stdout:
-                output += line
-                tail.append(line.decode(errors="replace").rstrip("\r\n"))
-                if logf:
-                    logf.write(line)
-                    logf.flush()
-            proc.wait()
-        except BaseException:
-            # E.g. Ctrl-C outside a plan (the main thread runs the command): its own group does not
-            # get the terminal's SIGINT, so end it here rather than leave it running.
-            _signal_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(KILL_GRACE)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
-            raise
-        finally:
-            if plan is not None:
-                plan._release(proc)
-    finally:
-        if logf:
-            logf.close()
+    result = util.run(cmd, cwd=cwd, env=env, log=log, check=False,
+                      adopt=plan._adopt if plan else None, release=plan._release if plan else None)
     if plan is not None and plan.interrupted:
-        raise Interrupted(cmd[0])
-    if check and proc.returncode != 0:
-        where = f" (log: {log})" if log is not None else ""
-        err = SeedfwError(f"'{shlex.join(cmd[:3])}…' failed with exit code {proc.returncode}{where}")
-        err.tail = list(tail)
-        raise err
-    return subprocess.CompletedProcess(cmd, proc.returncode, bytes(output), None)
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    """Signal the process group `proc` leads (run_command starts each command as its own group)."""
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass                            # already gone
+        raise Interrupted(result.args[0])
+    if check and result.returncode != 0:
+        raise util.command_failed(result, log)
+    return result
 
 
 # ---- the plan ------------------------------------------------------------------------------------
@@ -353,20 +290,20 @@ class Plan:
         with self._lock:
             children = list(self._children)
         for proc in children:
-            _signal_group(proc, sig)
+            util.signal_group(proc, sig)
 
     def _adopt(self, proc: subprocess.Popen) -> None:
         with self._lock:
             self._children.add(proc)
             cancelled = self._cancel.is_set()
         if cancelled:                   # started while the interrupt was being handled
-            _signal_group(proc, signal.SIGTERM)
+            util.signal_group(proc, signal.SIGTERM)
 
     def _release(self, proc: subprocess.Popen) -> None:
         with self._lock:
             self._children.discard(proc)
         if self._cancel.is_set():       # a straggler of the group (a compiler make left behind)
-            _signal_group(proc, signal.SIGKILL)
+            util.signal_group(proc, signal.SIGKILL)
 
     def _write_records(self) -> None:
         util.write_text(self.log_dir / "steps.jsonl",
@@ -463,6 +400,6 @@ class Plan:
         message = exc.message.replace(f" (log: {step.log})", "")   # said once, below
         err = SeedfwError(f"step {step.name} failed: {message} (full log: {step.log})",
                           exc.file, exc.field)
-        err.tail = lines[-TAIL_LINES:] or getattr(exc, "tail", None)
+        err.tail = lines[-util.TAIL_LINES:] or getattr(exc, "tail", None)
         err.step = step.name
         return err

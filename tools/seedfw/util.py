@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -67,34 +68,82 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def run(cmd: Iterable[str], *, cwd=None, env=None, log: str | os.PathLike | None = None,
-        check: bool = True, input: bytes | None = None) -> subprocess.CompletedProcess:
-    """Run a command; append its command line and output to `log` when given.
+def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = None,
+        check: bool = True, adopt=None, release=None) -> subprocess.CompletedProcess:
+    """Run a command; append its command line and output to `log` as it comes.
 
-    On failure raises SeedfwError naming the command (and the log, whose tail the caller may show).
+    The command runs in a process group of its own, so that stopping it (Ctrl-C, a build being
+    interrupted) also stops every process it started — make's compilers, for instance. `adopt` and
+    `release` are told about the process (seedfw.plan uses them to end all groups on SIGINT).
+    On failure raises SeedfwError naming the command and the log, with `.tail` = last 30 lines.
     """
     cmd = [str(c) for c in cmd]
     full_env = None
     if env:
         full_env = dict(os.environ)
         full_env.update({k: str(v) for k, v in env.items()})
-    try:
-        proc = subprocess.run(cmd, cwd=cwd, env=full_env, input=input,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    except FileNotFoundError:
-        raise SeedfwError(f"command not found: {cmd[0]} (run 'invoke setup')") from None
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "ab") as f:
-            f.write(f"$ {shlex.join(cmd)}\n".encode())
-            f.write(proc.stdout)
+    output = bytearray()
+    with open(log, "ab") if log is not None else contextlib.nullcontext() as logf:
+        if logf:
+            logf.write(f"$ {shlex.join(cmd)}\n".encode())
+            logf.flush()
+        try:
+            proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        except FileNotFoundError:
+            raise SeedfwError(f"command not found: {cmd[0]} (run 'invoke setup')") from None
+        if adopt:
+            adopt(proc)
+        try:
+            for line in proc.stdout:
+                output += line
+                if logf:
+                    logf.write(line)
+                    logf.flush()
+            proc.wait()
+        except BaseException:
+            # Its own process group does not get the terminal's SIGINT: end it here.
+            stop_group(proc)
+            raise
+        finally:
+            if release:
+                release(proc)
+    result = subprocess.CompletedProcess(cmd, proc.returncode, bytes(output), None)
     if check and proc.returncode != 0:
-        where = f" (log: {log})" if log else ""
-        tail = proc.stdout.decode(errors="replace").strip().splitlines()[-30:]
-        err = SeedfwError(f"'{shlex.join(cmd[:3])}…' failed with exit code {proc.returncode}{where}")
-        err.tail = tail
-        raise err
-    return proc
+        raise command_failed(result, log)
+    return result
+
+
+def command_failed(result: subprocess.CompletedProcess, log=None) -> SeedfwError:
+    where = f" (log: {log})" if log is not None else ""
+    err = SeedfwError(f"'{shlex.join(result.args[:3])}…' failed with exit code "
+                      f"{result.returncode}{where}")
+    err.tail = result.stdout.decode(errors="replace").strip().splitlines()[-TAIL_LINES:]
+    return err
+
+
+TAIL_LINES = 30
+KILL_GRACE = 3.0
+
+
+def signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Signal the process group `proc` leads (run() starts each command as its own group)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass                            # already gone
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    signal_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        signal_group(proc, signal.SIGKILL)
+        proc.wait()
 
 
 def source_date_epoch() -> int:
