@@ -59,7 +59,7 @@ def menuconfig(c, board=None, output=None):
     kmenu.menuconfig(cfg.kconf)
     changed = kcfg.record_user_changes(cfg, dotconfig)
     kcfg.configure(board, output)
-    print(f"kept {len(changed)} change(s) in {os.path.relpath(cfg.outdir / kcfg.USER_FRAGMENT)}")
+    print(f"kept {len(changed)} change(s) in {cfg.outdir / kcfg.USER_FRAGMENT}: {' '.join(changed) or '-'}")
 
 
 @command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP,
