@@ -114,7 +114,7 @@ def test_explain_reports_value_origin_and_dependencies(tmp_path):
     blocked = explain(kcfg.resolve("mps2-an385", tmp_path), "TFA_DEBUG")
     assert "  depends on: TFA [=n] -> NOT satisfied" in blocked
     sel = explain(kcfg.resolve("qemu-aarch64", tmp_path), "TFA_SEPARATE_CODE_AND_RODATA")
-    assert any(l.startswith("  selected by: TFA_COMPRESS_RODATA [=n]") for l in sel)
+    assert any(l.startswith("  selected by: TFA_COMPRESS_RODATA [=y]") for l in sel)
     dflt = explain(kcfg.resolve("rk3588", tmp_path), "TFA_PLATFORM")
     assert any(re.match(r'  value: default "rk3588" if BOARD_RK3588 \[=y\] && TFA \[=y\] \(Kconfig kconfig/Kconfig.tfa:\d+\)', l)
                for l in dflt), dflt

@@ -6,6 +6,7 @@
 #include "psci.h"
 #include "uart.h"
 #include "pkg_verify.h"
+#include "sections.h"
 #include "seedfw/dvfs_hint.h"
 
 /* Real needs of this program, harvested into the image's DVFS table by the build. */
@@ -31,6 +32,23 @@ int main(void)
 	uart_init();
 	/* The banner is a contract: tests and `invoke run` look for this exact line. */
 	printf("seedfw payload %s build %s on %s\n", SEEDFW_VERSION, SEEDFW_BUILD_ID, SEEDFW_BOARD);
+#ifdef COMPRESS_RODATA
+	/* Checksum of .rodata as it is in memory now (expanded by sections_early_init): the test
+	 * compares it with the crc32 of the section in the uncompressed ELF. This line is a contract. */
+	{
+		const struct lz4blk_rodata_desc *d = &seedfw_payload_lz4;
+		size_t n = (size_t)(__rodata_end - __rodata_start);
+
+		const struct seedfw_stats *st = &seedfw_stats;
+
+		printf("lz4: .rodata %lu -> %lu bytes, crc32 0x%08x\n", (unsigned long)n,
+		       (unsigned long)d->entry.container_len, lz4blk_crc32(0, __rodata_start, n));
+		printf("lz4: expanded %lu bytes in %lu ticks of %u Hz\n",
+		       (unsigned long)st->bytes_decompressed,
+		       (unsigned long)(st->milestones[SEEDFW_MS_DECOMPRESS] -
+				       st->milestones[SEEDFW_MS_DATA]), st->cycle_hz);
+	}
+#endif
 #ifdef PKG_ADDR
 	if (seedfw_pkg_verify((const void *)PKG_ADDR, PKG_MAX, 0, pkg_putc) != 0)
 		semihost_exit(1);

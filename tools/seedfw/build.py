@@ -95,21 +95,42 @@ def _stage(module: str):
 
 
 def write_manifest(ctx, artifacts: list[Path]) -> dict:
-    """<out>/manifest.json: board, config hash, build id and each artifact's sha256 and size.
+    """<out>/manifest.json: board, config hash, build id and each artifact's sha256, size and role.
 
     Paths are relative to the output directory, so two output dirs of the same build give the same
     manifest.
     """
     entries = []
+    boot = boot_images(ctx)
     for path in sorted(set(artifacts)):
         if path.is_file():
             entries.append({"name": path.name, "path": os.path.relpath(path, ctx.outdir),
-                            "size": path.stat().st_size, "sha256": util.sha256_file(path)})
+                            "size": path.stat().st_size, "sha256": util.sha256_file(path),
+                            "role": artifact_role(path, boot)})
     manifest = {"board": ctx.board.name, "seedfw_version": __version__,
                 "config_hash": config_mod.config_hash(ctx.values), "build_id": ctx.build_id,
                 "artifacts": entries}
     util.write_json(ctx.outdir / "manifest.json", manifest)
     return manifest
+
+
+def boot_images(ctx) -> set[str]:
+    """Names of the files in images/ a board reads from storage at boot, by image format:
+    fit → <board>.itb; package (QEMU's TF-A chain) → qemu_fw.bios and the boot package;
+    raw → mcu.bin."""
+    fmt = (ctx.board.image or {}).get("format")
+    name = ctx.board.name
+    return {"fit": {f"{name}.itb"}, "package": {"qemu_fw.bios", f"{name}-boot.pkg"},
+            "raw": {"mcu.bin"}}.get(fmt, set())
+
+
+def artifact_role(path: Path, boot: set[str]) -> str:
+    """"boot": read from storage at boot; "debug": ELFs (symbols, GDB); "aux": everything else
+    (intermediate binaries, tables, image descriptions)."""
+    if path.name in boot:
+        return "boot"
+    with open(path, "rb") as f:
+        return "debug" if f.read(4) == b"\x7fELF" else "aux"
 
 
 def _shown(path: Path) -> str:

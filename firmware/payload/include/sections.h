@@ -15,4 +15,16 @@ extern char __stack_bottom[], __stack_top[];
  */
 void sections_early_init(void);
 
+#include "seedfw/stats.h"
+
+/* The payload's stats block (sections.c): decompression counts and timer stamps. */
+extern struct seedfw_stats seedfw_stats;
+
+#ifdef COMPRESS_RODATA
+#include "seedfw/lz4blk.h"
+
+/* .rodata's container: filled in by seedfw's build, status set by sections_early_init(). */
+extern struct lz4blk_rodata_desc seedfw_payload_lz4;
+#endif
+
 #endif

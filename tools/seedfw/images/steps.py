@@ -23,14 +23,15 @@ from . import build_images
 
 SYMBOLS = ("POWER_PROFILE", "MODELS", "MODEL_MANIFEST", "MODELS_COMPRESS", "IMAGE_SIGN",
            "IMAGE_SIGN_KEY_DIR", "IMAGE_SIGN_KEY_NAME", "IMAGE_SIGN_REQUIRED", "TFA", "PAYLOAD",
-           "MCU")
+           "MCU", "TFA_COMPRESS_RODATA")
 VERSION = "1"
 
 
 def firmware_for(ctx) -> dict[str, Path]:
     """Which built firmware each board's image carries.
 
-    fit (rk3588): BL31, split into its load segments (U-Boot SPL loads each where it belongs),
+    fit (rk3588): BL31 (compressed .rodata when TFA_COMPRESS_RODATA), split into its load
+    segments (U-Boot SPL loads each where it belongs),
     plus the payload if one is built. package (qemu-aarch64): the BL33 payload (BL31 travels in
     TF-A's FIP). raw (mps2-an385): the MCU image.
     """
@@ -38,7 +39,9 @@ def firmware_for(ctx) -> dict[str, Path]:
     v = ctx.values
     out: dict[str, Path] = {}
     if fmt == "fit" and v.get("TFA"):
-        out["bl31"] = ctx.images / "bl31.elf"
+        # TFA_COMPRESS_RODATA: the load segments with .rodata as its LZ4 container (tfa.compress);
+        # images/bl31.elf stays the unmodified ELF, for debugging.
+        out["bl31"] = ctx.images / ("bl31-lz4.elf" if v.get("TFA_COMPRESS_RODATA") else "bl31.elf")
     if fmt in ("fit", "package") and v.get("PAYLOAD"):
         out["payload"] = ctx.images / "bl33.bin"
     if fmt == "raw" and v.get("MCU"):

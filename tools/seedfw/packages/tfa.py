@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 from .. import plan, sources, util
 from ..errors import SeedfwError
@@ -58,8 +59,14 @@ class TfaPackage(Package):
     Board fields read: tfa.platform (fallback for TFA_PLATFORM), tfa.targets.
     Steps: tfa.fetch (pinned archive into the shared cache) → tfa.extract (unpack + our patches into
     <out>/build/tf-a-src) → tfa.build (make with BUILD_BASE=<out>/build/tf-a).
-    Outputs in <out>/images/: bl31.elf always; for PLAT=qemu also bl1.bin, bl2.bin, bl31.bin,
-    fip.bin, qemu_fw.bios (and bl1.elf, bl2.elf).
+    With TFA_COMPRESS_RODATA (+ the COMPRESS_* symbols of seedfw.compress.stage) BL31's .rodata is
+    stored as an LZ4 container that BL31 expands at its first instruction (our patch 0001):
+    tfa.build makes only `bl31` (SEPARATE_CODE_AND_RODATA=1 SEEDFW_LZ4_RODATA=1) → tfa.compress
+    (seedfw.compress.bl31: flat bl31-lz4.bin on boards with a FIP, load-segment bl31-lz4.elf
+    otherwise) → on FIP boards tfa.fip (`make all fip BL31=images/bl31-lz4.bin BL33=…`).
+    Outputs in <out>/images/: bl31.elf always (the unmodified ELF, for debugging); for PLAT=qemu
+    also bl1.bin, bl2.bin, bl31.bin, fip.bin, qemu_fw.bios (and bl1.elf, bl2.elf); compressed:
+    bl31-lz4.bin (FIP boards) or bl31-lz4.elf (what rk3588's FIT carries).
     Reproducible: BUILD_STRING is pinned, SOURCE_DATE_EPOCH fixes BUILD_MESSAGE_TIMESTAMP (gcc's
     __DATE__/__TIME__), and -ffile-prefix-map keeps build paths out of debug info and __FILE__.
     """
@@ -67,10 +74,11 @@ class TfaPackage(Package):
     name = "tfa"
     symbols = ("TFA", "TFA_VERSION", "TFA_PLATFORM", "TFA_DEBUG", "TFA_LOG_LEVEL",
                "TFA_SEPARATE_CODE_AND_RODATA", "TFA_EXTRA_MAKE_VARS", "CROSS_COMPILE_A",
-               "BUILD_ID", "BUILD_JOBS", "PAYLOAD")
+               "BUILD_ID", "BUILD_JOBS", "PAYLOAD", "TFA_COMPRESS_RODATA", "COMPRESS_SECTIONS")
     FETCH_VERSION = "1"
     EXTRACT_VERSION = "1"
-    BUILD_VERSION = "1"
+    BUILD_VERSION = "2"
+    COMPRESS_VERSION = "1"
     ELFS = ("bl1", "bl2", "bl31")
     BINARIES = ("bl1.bin", "bl2.bin", "bl31.bin", "fip.bin", "qemu_fw.bios")
 
@@ -86,11 +94,31 @@ class TfaPackage(Package):
     def with_bl33(self, ctx: BuildContext) -> bool:
         return "fip" in self.targets(ctx) and bool(ctx.values.get("PAYLOAD"))
 
+    def compress(self, ctx: BuildContext) -> bool:
+        return bool(ctx.values.get("TFA_COMPRESS_RODATA"))
+
+    def has_fip(self, ctx: BuildContext) -> bool:
+        return "fip" in self.targets(ctx)
+
+    def compressed_name(self, ctx: BuildContext) -> str:
+        """The compressed BL31 in images/: flat for a FIP (BL2 loads bl31.bin as is), an ELF of
+        load segments otherwise (a FIT's split-elf loadables)."""
+        return "bl31-lz4.bin" if self.has_fip(ctx) else "bl31-lz4.elf"
+
     def artifacts(self, ctx):
         names = ["bl31.elf"]
-        if "fip" in self.targets(ctx):
+        if self.has_fip(ctx):
             names += ["bl1.elf", "bl2.elf", *self.BINARIES]
+        if self.compress(ctx):
+            names.append(self.compressed_name(ctx))
         return [ctx.images / n for n in names]
+
+    def boot_image(self, ctx: BuildContext) -> str:
+        """The file in images/ a board reads at boot that carries BL31."""
+        if self.has_fip(ctx):
+            return "qemu_fw.bios" if self.platform(ctx) == "qemu" else "fip.bin"
+        return f"{ctx.board.name}.itb" if ctx.board.image.get("format") == "fit" else \
+            self.compressed_name(ctx)
 
     def extra_vars(self, ctx: BuildContext) -> list[str]:
         text = ctx.values.get("TFA_EXTRA_MAKE_VARS") or ""
@@ -114,8 +142,10 @@ class TfaPackage(Package):
         out = [f"CROSS_COMPILE={v['CROSS_COMPILE_A']}", f"PLAT={self.platform(ctx)}",
                f"DEBUG={1 if v.get('TFA_DEBUG') else 0}", f"LOG_LEVEL={v.get('TFA_LOG_LEVEL', 20)}",
                f"BUILD_STRING=seedfw-{ctx.build_id}"]
-        if v.get("TFA_SEPARATE_CODE_AND_RODATA"):
+        if v.get("TFA_SEPARATE_CODE_AND_RODATA") or v.get("TFA_COMPRESS_RODATA"):
             out.append("SEPARATE_CODE_AND_RODATA=1")
+        if v.get("TFA_COMPRESS_RODATA"):
+            out.append("SEEDFW_LZ4_RODATA=1")     # SEEDFW_LZ4_DIR (a path) is added at run time
         return out + self.extra_vars(ctx)
 
     def steps(self, ctx):
@@ -148,15 +178,18 @@ class TfaPackage(Package):
             sources.extract(src, tree, log=step.log, progress=lambda m: ctx.progress(f"  tfa: {m}"))
 
         def build_inputs():
-            return {"make": self.make_vars(ctx), "targets": self.targets(ctx),
-                    "symbols": plan.symbols(ctx.values, self.symbols),
-                    "toolchain": ctx.toolchain(cc), "source_date_epoch": util.source_date_epoch()}
+            doc = {"make": self.make_vars(ctx), "targets": self.make_targets(ctx),
+                   "symbols": plan.symbols(ctx.values, self.symbols),
+                   "toolchain": ctx.toolchain(cc), "source_date_epoch": util.source_date_epoch()}
+            if self.compress(ctx):      # the decoder BL31 links comes from our tree
+                doc["lz4"] = {d: plan.tree_hash(FIRMWARE_DIR / d) for d in LZ4_TREES}
+            return doc
 
         def build(step):
             self.build(ctx, tree, build_base, step)
 
-        deps = ("tfa.extract",) + (("payload.build",) if self.with_bl33(ctx) else ())
-        return [
+        bl33 = (payload_final_step(ctx),) if self.with_bl33(ctx) else ()
+        steps = [
             plan.Step("tfa.fetch", fetch, inputs=fetch_inputs, version=self.FETCH_VERSION,
                       package=self.name),
             # Order-only after the fetch: the extract's inputs already are the pins, so a re-fetch
@@ -164,32 +197,127 @@ class TfaPackage(Package):
             plan.Step("tfa.extract", extract, after=("tfa.fetch",), inputs=extract_inputs,
                       version=self.EXTRACT_VERSION, package=self.name,
                       outputs=(tree / "Makefile",)),
-            plan.Step("tfa.build", build, deps=deps, inputs=build_inputs, version=self.BUILD_VERSION,
-                      package=self.name, outputs=tuple(self.artifacts(ctx))),
         ]
+        if not self.compress(ctx):
+            return steps + [plan.Step("tfa.build", build, deps=("tfa.extract",) + bl33,
+                                      inputs=build_inputs, version=self.BUILD_VERSION,
+                                      package=self.name, outputs=tuple(self.artifacts(ctx)))]
+        from ..compress import stage as cstage
+        cstage.settings(ctx.values, ctx.outdir / ".config")       # bad settings fail up front
+        bl31_out = [ctx.images / "bl31.elf"] + ([ctx.images / "bl31.bin"] if self.has_fip(ctx)
+                                                else [])
+        packed = ctx.images / self.compressed_name(ctx)
+        fragment = cstage.fragment_path(ctx.outdir, "tfa")
+        steps += [
+            plan.Step("tfa.build", build, deps=("tfa.extract",), inputs=build_inputs,
+                      version=self.BUILD_VERSION, package=self.name, outputs=tuple(bl31_out)),
+            plan.Step("tfa.compress", lambda step: self.compress_bl31(ctx, step),
+                      deps=("tfa.build",), package=self.name, version=self.COMPRESS_VERSION,
+                      inputs=lambda: {"settings": cstage.settings(ctx.values).stamp(),
+                                      "symbols": plan.symbols(ctx.values, cstage.SYMBOLS),
+                                      "boot_image": self.boot_image(ctx)},
+                      outputs=(packed, fragment)),
+        ]
+        if self.has_fip(ctx):
+            fip_out = [ctx.images / n for n in ("bl1.elf", "bl2.elf", *self.BINARIES)
+                       if n != "bl31.bin"]
+            steps.append(plan.Step(
+                "tfa.fip", lambda step: self.build_fip(ctx, tree, build_base, packed, step),
+                deps=("tfa.compress",) + bl33, inputs=lambda: {"make": self.make_vars(ctx),
+                                                              "targets": self.targets(ctx)},
+                version=self.BUILD_VERSION, package=self.name, outputs=tuple(fip_out)))
+        return steps
+
+    def make_targets(self, ctx: BuildContext) -> list[str]:
+        """What tfa.build makes: everything, or only BL31 when it is post-processed first."""
+        return ["bl31"] if self.compress(ctx) else self.targets(ctx)
+
+    def _make(self, ctx, tree, build_base, extra: list, step) -> Path:
+        prefix_map = (f"-ffile-prefix-map={tree}=tf-a -ffile-prefix-map={build_base}=build "
+                      f"-ffile-prefix-map={FIRMWARE_DIR}=seedfw")
+        args = ["make", f"-j{ctx.make_jobs}", f"BUILD_BASE={build_base}", *self.make_vars(ctx),
+                f"CFLAGS={prefix_map}"]
+        if self.compress(ctx):
+            args.append(f"SEEDFW_LZ4_DIR={FIRMWARE_DIR / 'lz4'}")
+        # ASFLAGS through the environment: TF-A appends to it (+=), whereas a command-line value
+        # would replace TF-A's own assembler flags.
+        env = {"SOURCE_DATE_EPOCH": str(util.source_date_epoch()), "ASFLAGS": prefix_map,
+               "LC_ALL": "C"}
+        plan.run_command(args + extra, cwd=tree, env=env, log=step.log)
+        kind = "debug" if ctx.values.get("TFA_DEBUG") else "release"
+        return build_base / self.platform(ctx) / kind
 
     def build(self, ctx: BuildContext, tree, build_base, step: plan.Step) -> None:
         # TF-A's makefiles do not track command-line variables, so a changed option needs a clean
         # build directory (the stamp only gets us here when something changed).
         self.fresh_dir(build_base)
-        prefix_map = f"-ffile-prefix-map={tree}=tf-a -ffile-prefix-map={build_base}=build"
-        args = ["make", f"-j{ctx.make_jobs}", f"BUILD_BASE={build_base}", *self.make_vars(ctx),
-                f"CFLAGS={prefix_map}"]
-        if self.with_bl33(ctx):
-            args.append(f"BL33={ctx.images / 'bl33.bin'}")
-        args += self.targets(ctx)
-        # ASFLAGS through the environment: TF-A appends to it (+=), whereas a command-line value
-        # would replace TF-A's own assembler flags.
-        env = {"SOURCE_DATE_EPOCH": str(util.source_date_epoch()), "ASFLAGS": prefix_map,
-               "LC_ALL": "C"}
-        plan.run_command(args, cwd=tree, env=env, log=step.log)
-        kind = "debug" if ctx.values.get("TFA_DEBUG") else "release"
-        plat_dir = build_base / self.platform(ctx) / kind
+        extra = []
+        if self.with_bl33(ctx) and not self.compress(ctx):
+            extra.append(f"BL33={ctx.images / 'bl33.bin'}")
+        plat_dir = self._make(ctx, tree, build_base, extra + self.make_targets(ctx), step)
         files = {"bl31.elf": plat_dir / "bl31" / "bl31.elf"}
-        if "fip" in self.targets(ctx):
+        if self.has_fip(ctx) and self.compress(ctx):
+            files["bl31.bin"] = plat_dir / "bl31.bin"
+        elif self.has_fip(ctx):
             files.update({f"{e}.elf": plat_dir / e / f"{e}.elf" for e in ("bl1", "bl2")})
             files.update({n: plat_dir / n for n in self.BINARIES})
         self.install(step, files, ctx.images)
+
+    def build_fip(self, ctx, tree, build_base, packed: Path, step) -> None:
+        """BL1, BL2 and the FIP around the post-processed BL31 (BL31= makes TF-A take that image
+        instead of building its own). Same BUILD_BASE as tfa.build: BL31's objects stay there."""
+        extra = [f"BL31={packed}"]
+        if self.with_bl33(ctx):
+            extra.append(f"BL33={ctx.images / 'bl33.bin'}")
+        plat_dir = self._make(ctx, tree, build_base, extra + self.targets(ctx), step)
+        files = {f"{e}.elf": plat_dir / e / f"{e}.elf" for e in ("bl1", "bl2")}
+        files.update({n: plat_dir / n for n in self.BINARIES if n != "bl31.bin"})
+        self.install(step, files, ctx.images)
+
+    def compress_bl31(self, ctx: BuildContext, step: plan.Step) -> None:
+        """BL31 with its .rodata as an LZ4 container (seedfw.compress.bl31); the dictionary is
+        stored only when it pays for its bytes (the verdict goes to the log and the report)."""
+        from ..compress import bl31 as bl31_mod
+        from ..compress import stage as cstage
+        cfg = ctx.outdir / ".config"
+        s = cstage.settings(ctx.values, cfg)
+        cstage.check_sections(s, (".rodata",), "TF-A BL31", cfg)
+        if s.dict_source == "resident":
+            raise SeedfwError("BL31 has no resident dictionary (its decoder runs before anything "
+                              "else is in memory): choose none, trained or file", cfg,
+                              "CONFIG_COMPRESS_DICT_RESIDENT")
+        dictionary = s.dictionary()
+        work = self.fresh_dir(ctx.build_dir("tf-a-lz4"))
+        name = self.compressed_name(ctx)
+        if self.has_fip(ctx):
+            res = bl31_mod.embed_rodata(ctx.images / "bl31.elf", ctx.images / "bl31.bin",
+                                        work / name, s.block_size, s.level, dictionary)
+        else:
+            res = bl31_mod.embed_rodata_elf(ctx.images / "bl31.elf", work / name, s.block_size,
+                                            s.level, dictionary)
+        with open(step.log, "a") as f:
+            f.write(f"tfa.compress: .rodata {res.rodata_size} B -> container {res.container_size}"
+                    f" B at 0x{res.container:x}; {res.section.verdict}; loaded bytes "
+                    f"{res.image_size_before} -> {res.image_size_after}\n")
+        ctx.progress(f"  tfa: BL31 .rodata {res.rodata_size} -> {res.container_size} B "
+                     f"({res.section.verdict}); BL31 {res.image_size_before} -> "
+                     f"{res.image_size_after} B")
+        frag = cstage.write_fragment(
+            work / "tfa.json", "tfa", "images/bl31.elf", f"images/{name}", self.boot_image(ctx),
+            s, dictionary, [res.section],
+            {"bl31_bytes": {"before": res.image_size_before, "after": res.image_size_after}})
+        step.install({ctx.images / name: work / name,
+                      cstage.fragment_path(ctx.outdir, "tfa"): frag})
+
+
+# firmware/ trees BL31 compiles in with SEEDFW_LZ4_RODATA=1 (decoder + the container header)
+LZ4_TREES = ("lz4", "include")
+
+
+def payload_final_step(ctx: BuildContext) -> str:
+    """The payload step whose bl33.bin TF-A packs as BL33 (after compression, when enabled)."""
+    from .payload import PayloadPackage
+    return PayloadPackage().final_step(ctx)
 
 
 def patch_series() -> list[str]:

@@ -96,7 +96,8 @@ def _entry_file(entry: dict) -> str | None:
 def list_images(outdir: Path, manifest: dict | None):
     """Files in <out>/images/ with size and sha256 computed from the bytes, plus what the
     manifest says about each (manifest `images`: list of {file|path|name, size, sha256, format,
-    load_address} or {name: {...}})."""
+    load_address, role} or {name: {...}}; role "boot" = read from storage at boot, "debug",
+    "aux": seedfw.build.write_manifest)."""
     images_dir = outdir / "images"
     if not images_dir.is_dir():
         return None, not_available("no images (images/ not found; run 'invoke build')")
@@ -111,7 +112,7 @@ def list_images(outdir: Path, manifest: dict | None):
                          manifest_sha256=pick(entry, "sha256"),
                          manifest_size=pick(entry, "size", "bytes"),
                          format=pick(entry, "format", "type") or sniff_format(path),
-                         in_manifest=bool(entry)))
+                         role=pick(entry, "role"), in_manifest=bool(entry)))
     if not rows:
         return None, not_available("images/ is empty")
     return rows, None
@@ -167,7 +168,8 @@ def read_compression(outdir: Path):
     block_size, dictionary {source, size, stored}, sections [...], total}; per section
     {name|section, raw|raw_bytes|original_size, no_dict|compressed_no_dict, with_dict|
     compressed_dict, chosen|compressed|compressed_bytes (bytes actually stored), dict_stored|
-    dict_bytes|dictionary_bytes, use_dict, blocks|block_count, image|elf}. A section that does
+    dict_bytes|dictionary_bytes, use_dict, blocks|block_count, image|elf, owner (the package
+    that compressed it, optional)}. A section that does
     not use the dictionary is charged no dictionary bytes. Returns (rows, summary, note);
     summary = {dictionary, dict_total}: the dictionary stored once for all sections that use it
     (what one image sharing one dictionary pays)."""
@@ -188,7 +190,11 @@ def read_compression(outdir: Path):
                               f"sections[{i}]")
         uses_dict = pick(e, "use_dict", default=True)
         dict_bytes = pick(e, "dict_stored", "dict_bytes", "dictionary_bytes", default=0)
-        rows.append(dict(section=pick(e, "section", "name", default=f"#{i}"),
+        owner = pick(e, "owner")
+        name = pick(e, "section", "name", default=f"#{i}")
+        # one build may compress the same section of several images (BL31's and the payload's
+        # .rodata): the owner tells them apart in every table
+        rows.append(dict(section=f"{owner} {name}" if owner else name, owner=owner,
                          image=pick(e, "image", "elf", default=pick(top, "image", "elf")),
                          raw=raw, compressed=stored, compressed_dict=with_dict,
                          compressed_no_dict=pick(e, "no_dict", "compressed_no_dict"),

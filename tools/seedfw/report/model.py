@@ -203,7 +203,7 @@ def _bandwidth(outdir, config, manifest, images_rows, comp_rows, comp_summary,
         items = []
         for r in comp_rows:
             items.append(dict(
-                section=r["section"], image=r["image"],
+                section=r["section"], image=r["image"], owner=r.get("owner"),
                 storage_read=_comp(r["compressed"], source="compression.json: stored container"),
                 expanded=_comp(r["raw"], source="compression.json: raw"),
                 decompress_cycles=figure(round(r["raw"] * cpb["value"]), "cycles", "estimated",
@@ -228,23 +228,34 @@ def _bandwidth(outdir, config, manifest, images_rows, comp_rows, comp_summary,
 
 
 def _bandwidth_images(images_rows, comp_rows) -> dict:
-    """Per image: bytes read from storage (the file) and what they expand to, where the
-    compression results name the image a section went into."""
+    """Per image read from storage at boot: bytes read (the file) and what they expand to, where
+    the compression results name the image a section went into. When the manifest marks roles,
+    only role=boot images count (ELFs, intermediate binaries and tables are not read at boot);
+    without roles, every non-ELF image is listed (older output directories)."""
     if images_rows is None:
         return unavailable(inputs.not_available("no images"))
+    with_roles = any(r.get("role") for r in images_rows)
     items = []
     for r in images_rows:
-        if r["format"] == "elf":        # ELF copies ship for debugging; boot reads the binaries
+        if with_roles and r.get("role") != "boot":
+            continue
+        if not with_roles and r["format"] == "elf":   # ELF copies ship for debugging
             continue
         mine = [c for c in comp_rows or [] if c["image"] and Path(str(c["image"])).name ==
                 Path(r["file"]).name]
         growth = sum(c["raw"] - c["compressed"] for c in mine)
         items.append(dict(
-            file=r["file"], storage_read=_comp(r["size"], source="image file size"),
+            file=r["file"], role=r.get("role"),
+            storage_read=_comp(r["size"], source="image file size"),
             expanded=_comp(r["size"] + growth, source="image size + sum(raw - stored) of its "
                            "compressed sections") if mine else None,
-            compressed_sections=[c["section"] for c in mine]))
-    part = dict(available=True, items=items)
+            compressed_sections=[c["section"] for c in mine],
+            section_bytes=[dict(section=c["section"], owner=c.get("owner"),
+                                read=_comp(c["compressed"], source="compression.json: chosen"),
+                                expands_to=_comp(c["raw"], source="compression.json: raw"))
+                           for c in mine]))
+    part = dict(available=True, items=items,
+                selection="manifest role=boot" if with_roles else "every non-ELF image")
     if not any(i["expanded"] for i in items):
         part["note"] = "no compressed section is attributed to an image; expanded sizes omitted"
     return part
