@@ -67,7 +67,8 @@ static uint32_t check_dvfs(const uint8_t *t, uint32_t size, struct seedfw_pkg_re
 {
 	r->dvfs_crc_ok = 0;
 	if (size < sizeof(struct dvfs_table_header) || rd32(t + D(magic)) != DVFS_MAGIC ||
-	    rd16(t + D(version)) != DVFS_VERSION || rd32(t + D(total_size)) > size) {
+	    rd16(t + D(version)) != DVFS_VERSION || rd32(t + D(total_size)) > size ||
+	    rd32(t + D(total_size)) < sizeof(struct dvfs_table_header)) {
 		puts_(out, "dvfs: bad table header\n");
 		return 1;
 	}

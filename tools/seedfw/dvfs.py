@@ -313,9 +313,19 @@ def decode(blob: bytes, source: str = "dvfs table") -> dict:
     def s(raw: bytes) -> str:
         return raw.split(b"\0", 1)[0].decode(errors="replace")
 
+    def need(off: int, count: int, item: struct.Struct, what: str, field: int) -> None:
+        # The offsets and counts come from the blob: check them before unpacking.
+        if off + count * item.size > len(blob):
+            raise SeedfwError(f"{what} ({count} x {item.size} bytes at offset {off}) run past "
+                              f"the {len(blob)} bytes present", source, f"offset 0x{field:x}")
+
+    need(dom_off, n_dom, DOMAIN, "domains", 28)
+    need(prof_off, n_prof, PROFILE, "profiles", 36)
+    need(hint_off, n_hint, HINT, "hints", 40)
     domains = []
     for i in range(n_dom):
         name, reg, rmin, rmax, lat, first, count = DOMAIN.unpack_from(blob, dom_off + i * DOMAIN.size)
+        need(opp_off + first * OPP.size, count, OPP, f"domain {i} OPPs", 32)
         opps = [OPP.unpack_from(blob, opp_off + (first + j) * OPP.size)[:4] for j in range(count)]
         domains.append({"name": s(name), "regulator": s(reg), "regulator_uv": (rmin, rmax),
                         "clock_latency_ns": lat, "opps": opps})

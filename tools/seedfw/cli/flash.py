@@ -1,8 +1,9 @@
 """Tasks: flash (program + verify through the board's backend), bench (list/check), counters.
 
 Every `invoke` run imports this module to list the tasks, so pyOCD, pyelftools and the work
-modules are imported inside the task bodies. Inputs (probe id, image, manifest) are checked
-before a probe is touched or QEMU is started.
+modules are imported inside the task bodies. Inputs (probe id, image, manifest, and the
+image's signature when its build requires signing) are checked before a probe is touched or QEMU
+is started.
 """
 
 from __future__ import annotations
@@ -107,6 +108,56 @@ def check_image_board(board, image: Path) -> None:
                               f"'{board.name}' needs {EM_NAMES[want]}", image, "e_machine")
 
 
+def _config_for(image: Path) -> Path | None:
+    """config.json of the output directory an image came from (beside it or up to two levels
+    above: images sit in <out>/images/); None for a loose image."""
+    for folder in list(image.resolve().parents)[:3]:
+        if (folder / "config.json").is_file():
+            return folder / "config.json"
+    return None
+
+
+def check_image_signature(board, image: Path) -> None:
+    """Refuse an unsigned image, or one whose FIT signature does not verify, when the image's
+    build configuration says CONFIG_IMAGE_SIGN_REQUIRED. Runs before any probe is touched.
+
+    The public key is the configured one (<IMAGE_SIGN_KEY_DIR>/<name>.crt, only its public half
+    is read), not the `<board>-pubkey.dtb` in the output: whoever can replace the image could
+    replace that file too. Without the certificate, the build's public-key DTB is used."""
+    from .. import config as config_mod
+    from ..images import fit_sig, inspect as inspect_mod
+    from ..paths import ROOT
+
+    cfg_path = _config_for(image)
+    if cfg_path is None:
+        return
+    values = config_mod.load_values(cfg_path.parent)
+    if not (values.get("IMAGE_SIGN") and values.get("IMAGE_SIGN_REQUIRED")):
+        return
+    why = f"board '{board.name}' requires signed images (IMAGE_SIGN_REQUIRED in {cfg_path})"
+    with open(image, "rb") as f:
+        if f.read(4) != b"\xd0\x0d\xfe\xed":
+            raise SeedfwError(f"unsigned image (not a signed FIT): {why}", image, "signature")
+    name = values.get("IMAGE_SIGN_KEY_NAME") or "dev"
+    key_dir = Path(values.get("IMAGE_SIGN_KEY_DIR") or "keys")
+    cert = (key_dir if key_dir.is_absolute() else ROOT / key_dir) / f"{name}.crt"
+    pubkey_dtb = cfg_path.parent / "images" / f"{board.name}-pubkey.dtb"
+    if cert.is_file():
+        report = inspect_mod.inspect(image, keys=fit_sig.keys_from_cert(cert, name))
+    elif pubkey_dtb.is_file():
+        report = inspect_mod.inspect(image, pubkey_dtb)
+    else:
+        raise SeedfwError(f"no public key to check the signature with (neither {cert} nor "
+                          f"{pubkey_dtb}): {why}", image, "signature")
+    sigs = [r for r in report.rows if r.type == "signature"]
+    if not sigs or all(r.hash_algo == "none" for r in sigs):
+        raise SeedfwError(f"unsigned FIT: {why}", image, "signature")
+    bad = [f"{r.name}: {r.detail if r.type == 'signature' else 'hash BAD'}"
+           for r in report.rows if not r.hash_ok]
+    if bad:
+        raise SeedfwError(f"signature check failed ({'; '.join(bad)}): {why}", image, "signature")
+
+
 @contextlib.contextmanager
 def reach_probe(board, probe, bench_path, uart_log=None):
     """Yield (probe uid, pyOCD target or None, QemuGdbTarget or None) for a board: --probe wins,
@@ -158,6 +209,7 @@ def flash(c, board, probe=None, image=None, bench=None, output=None, target=None
     if not img.is_file():
         raise SeedfwError("image file not found", img, "--image")
     check_image_board(b, img)
+    check_image_signature(b, img)
     cls = runner_class(b.flash_backend, b.dir / "board.yaml")
     if b.flash_backend != "pyocd":
         result = cls.from_board(b, probe, loader=loader).flash(img, verify=verify)

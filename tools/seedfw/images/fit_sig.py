@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from pathlib import Path
 
 from ..errors import SeedfwError
 from . import fdt
@@ -27,6 +28,9 @@ EXCLUDED_PROPS = {"data"}
 
 def signed_bytes(blob: bytes, hashed_nodes: list[str], strings_size: int) -> bytes:
     """The bytes a config signature covers (see the module docstring)."""
+    # Called after fdt.parse() accepted the blob, so the header and block bounds hold; names
+    # are still decoded leniently and every read is bounded, so a damaged blob only makes the
+    # signature fail (never an exception other than SeedfwError).
     _magic, _total, off_struct, off_strings, _rsv, _ver, _last, _boot, size_strings, size_struct = \
         struct.unpack_from(">10I", blob)
     wanted = set(hashed_nodes)
@@ -38,13 +42,19 @@ def signed_bytes(blob: bytes, hashed_nodes: list[str], strings_size: int) -> byt
     # (tags only), 0 = not covered.
     levels: list[int] = []
     level = 0
-    while pos < end:
+
+    def cstr(at: int, limit: int) -> tuple[str, int]:
+        stop = blob.find(b"\0", at, limit)
+        if stop < 0:
+            raise SeedfwError(f"damaged FDT: unterminated name at 0x{at:x}")
+        return blob[at:stop].decode(errors="replace"), stop
+
+    while pos + 4 <= end:
         (token,) = struct.unpack_from(">I", blob, pos)
         start = pos
         pos += 4
         if token == fdt.BEGIN_NODE:
-            stop = blob.index(b"\0", pos)
-            name = blob[pos:stop].decode()
+            name, stop = cstr(pos, end)
             pos = (stop + 4) & ~3
             path.append(name)
             node_path = "/" + "/".join(p for p in path if p)
@@ -53,15 +63,18 @@ def signed_bytes(blob: bytes, hashed_nodes: list[str], strings_size: int) -> byt
             if level:
                 out += blob[start:pos]
         elif token == fdt.END_NODE:
+            if not levels:
+                raise SeedfwError(f"damaged FDT: END_NODE without a node at 0x{start:x}")
             if level:
                 out += blob[start:pos]
             level = levels.pop()
             path.pop()
         elif token == fdt.PROP:
+            if pos + 8 > end:
+                raise SeedfwError(f"damaged FDT: property header past the block at 0x{start:x}")
             length, name_off = struct.unpack_from(">II", blob, pos)
             pos = (pos + 8 + length + 3) & ~3
-            name_end = blob.index(b"\0", off_strings + name_off)
-            name = blob[off_strings + name_off:name_end].decode()
+            name, _ = cstr(off_strings + name_off, off_strings + size_strings)
             if level >= 2 and name not in EXCLUDED_PROPS:
                 out += blob[start:pos]
         elif token == fdt.NOP:
@@ -97,7 +110,7 @@ def load_keys(pubkey_dtb: bytes, source="public key DTB") -> dict[str, tuple[int
 
 def rsa_pkcs1_sha256_ok(message: bytes, signature: bytes, modulus: int, exponent: int) -> bool:
     k = (modulus.bit_length() + 7) // 8
-    if len(signature) != k:
+    if modulus < 3 or len(signature) != k or k < len(SHA256_DIGEST_INFO) + 32 + 11:
         return False
     em = pow(int.from_bytes(signature, "big"), exponent, modulus).to_bytes(k, "big")
     digest_info = SHA256_DIGEST_INFO + hashlib.sha256(message).digest()
@@ -128,3 +141,24 @@ def verify_config(blob: bytes, conf: fdt.Node, keys: dict[str, tuple[int, int]])
         ok = rsa_pkcs1_sha256_ok(message, sig.props.get("value", b""), *keys[key_name])
         results.append((name, key_name, ok, "signature ok" if ok else "signature BAD"))
     return results
+
+
+def keys_from_cert(cert: str | Path, key_name: str) -> dict[str, tuple[int, int]]:
+    """{key_name: (modulus, exponent)} from the X.509 certificate mkimage signs with
+    (<IMAGE_SIGN_KEY_DIR>/<name>.crt). Only the public half is read (openssl x509 -pubkey)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["openssl", "x509", "-in", str(cert), "-noout", "-pubkey"],
+                              capture_output=True)
+        pub = subprocess.run(["openssl", "rsa", "-pubin", "-noout", "-text"], input=proc.stdout,
+                             capture_output=True)
+    except FileNotFoundError:
+        raise SeedfwError("openssl not found (apt package openssl)") from None
+    text = pub.stdout.decode(errors="replace")
+    if proc.returncode or pub.returncode or "Modulus:" not in text:
+        raise SeedfwError("not a readable X.509 certificate with an RSA key", cert)
+    hex_lines = text.split("Modulus:", 1)[1].split("Exponent:", 1)[0]
+    modulus = int("".join(hex_lines.split()).replace(":", ""), 16)
+    exponent = int(text.split("Exponent:", 1)[1].split()[0])
+    return {key_name: (modulus, exponent)}

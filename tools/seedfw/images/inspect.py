@@ -44,21 +44,59 @@ class Report:
         return all(r.hash_ok for r in self.rows)
 
 
-def inspect(path: str | Path, pubkey: str | Path | None = None) -> Report:
-    """Inspect a FIT or package; `pubkey` (a public-key DTB) makes FIT signatures checked."""
+def find_pubkey(image: str | Path) -> Path | None:
+    """The public-key DTB a build wrote next to a FIT: `<board>-pubkey.dtb` beside
+    `<board>.itb`, else the only `*-pubkey.dtb` in that folder.
+
+    A convenience for reading a build's own output, not a trust anchor: whoever can replace the
+    image can replace this file too (flash checks against the configured key instead)."""
+    image = Path(image)
+    own = image.with_name(f"{image.name.removesuffix('.itb')}-pubkey.dtb")
+    if own.is_file():
+        return own
+    found = sorted(image.parent.glob("*-pubkey.dtb"))
+    return found[0] if len(found) == 1 else None
+
+
+def inspect(path: str | Path, pubkey: str | Path | None = None, find_key: bool = True,
+            keys: dict | None = None) -> Report:
+    """Inspect a FIT or package; `pubkey` (a public-key DTB) makes FIT signatures checked.
+
+    find_key: without `pubkey`, use the `<board>-pubkey.dtb` next to the image (find_pubkey).
+    keys: {key name: (modulus, exponent)} to check signatures against instead of a DTB
+    (fit_sig.keys_from_cert: what flash uses)."""
     path = Path(path)
     try:
         blob = path.read_bytes()
     except OSError as exc:
         raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
-    keys = None
+    found_key = None
+    if pubkey is None and keys is None and find_key and blob[:4] == b"\xd0\x0d\xfe\xed":
+        pubkey = found_key = find_pubkey(path)
     if pubkey is not None:
         try:
             keys = fit_sig.load_keys(Path(pubkey).read_bytes(), pubkey)
         except OSError as exc:
             raise SeedfwError(f"cannot read: {exc.strerror}", pubkey) from None
+        except UnicodeDecodeError:
+            raise SeedfwError("damaged public-key DTB: a name is not UTF-8", pubkey) from None
     if blob[:4] == b"\xd0\x0d\xfe\xed":
-        return _inspect_fit(path, blob, keys)
+        try:
+            report = _inspect_fit(path, blob, keys)
+            if found_key is not None:
+                report.notes.append(f"signatures checked with {found_key.name} (found next to "
+                                    f"the image)")
+            return report
+        except UnicodeDecodeError as exc:
+            # fdt.py decodes node/property names and string properties as UTF-8; a damaged
+            # strings block or name must be a clear error, not a traceback (found by
+            # tests/test_properties.py).
+            raise SeedfwError(f"damaged FIT image: a name or string is not UTF-8 "
+                              f"({bytes(exc.object[exc.start:exc.start + 8])!r} at byte "
+                              f"{exc.start} of it)", path) from None
+        except (struct.error, IndexError) as exc:
+            raise SeedfwError(f"damaged FIT image: a property is shorter than its type needs "
+                              f"({exc})", path) from None
     if blob[:4] == b"SPKG":
         return _inspect_package(path, blob)
     raise SeedfwError(f"not a FIT image or seedfw boot package (magic {blob[:4].hex()})", path,
@@ -70,6 +108,10 @@ def _dvfs_detail(data: bytes) -> tuple[str, bool]:
         t = dvfs.decode(data)
     except SeedfwError as exc:
         return f"bad DVFS table: {exc.message}", False
+    except struct.error:
+        # dvfs.decode trusts the table's array offsets (a FIT's dvfs node is decoded even when
+        # its hash is wrong, to say what is in it): an offset past the end is a bad table.
+        return "bad DVFS table: an array offset or count points past the table", False
     text = (f"{len(t['domains'])} domains, {t['opp_count']} opps, {len(t['hints'])} hints, "
             f"profile={t['default_profile']}, crc {'ok' if t['crc_ok'] else 'BAD'}")
     return text, t["crc_ok"]
@@ -172,7 +214,7 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
             ok = ok and crc_ok
         else:
             kind = node.str("type", "?")
-        if "load" in node.props:
+        if node.u32("load") is not None:
             detail.append(f"load 0x{node.u32('load'):x}")
         report.rows.append(Row(node.name, kind, size, len(data), "+".join(algos) or "none", ok,
                                ", ".join(d for d in detail if d)))
@@ -187,13 +229,17 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
             report.rows.append(Row(conf.name, "config", 0, 0, "refs", False,
                                    f"missing images {', '.join(missing)}"))
         for sig_name, sig in conf.children.items():
-            if sig_name.startswith("signature") and keys is None:
+            if sig_name.startswith("signature"):
                 value = sig.props.get("value", b"")
                 report.notes.append(f"{conf.name}/{sig_name}: {sig.str('algo')} key "
-                                    f"'{sig.str('key-name-hint')}', {len(value)}-byte signature "
-                                    f"(not verified: no public key given)")
+                                    f"'{sig.str('key-name-hint')}', {len(value)}-byte signature"
+                                    + (" (not verified: no public key given)" if keys is None
+                                       else ""))
         if keys is not None:
-            results = fit_sig.verify_config(blob, conf, keys)
+            try:
+                results = fit_sig.verify_config(blob, conf, keys)
+            except SeedfwError as exc:   # the signed region itself is damaged: a failed check
+                results = [("signature", "?", False, f"signature BAD: {exc.message}")]
             for sig_name, key_name, ok, why in results:
                 report.rows.append(Row(f"{conf.name}/{sig_name}", "signature", 0, 0,
                                        f"rsa:{key_name}", ok, why))
