@@ -24,15 +24,14 @@ import argparse
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from seedfw.compress.container import write_container
 from seedfw.compress.sections import read_elf_sections
 from seedfw.compress.train import elf_label
 from seedfw.errors import SeedfwError
-from seedfw.paths import ROOT
 
-PROJECT_DICT = ROOT / "firmware" / "lz4" / "dict" / "aarch64-rodata.dict"
+from lz4_inputs import PROJECT_DICT, default_inputs, parse_input
+
 BINMAN_LZ4 = ["lz4", "--no-frame-crc", "-B4", "-5", "-c"]
 ZSTD = ["zstd", "-19", "-c", "-q"]
 
@@ -40,21 +39,6 @@ ZSTD = ["zstd", "-19", "-c", "-q"]
 def tool_bytes(cmd: list[str], data: bytes) -> int:
     return len(subprocess.run(cmd, input=data, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                               check=True).stdout)
-
-
-def default_inputs() -> list[tuple[Path, list[str]]]:
-    from seedfw.compress.corpus import uboot_qemu_elf
-    inputs = [(uboot_qemu_elf(), [".rodata", ".data"])]
-    for p in sorted(ROOT.glob("output/*/**/bl31.elf")):
-        inputs.append((p, [".rodata", ".text"]))
-    for p in sorted(ROOT.glob("output/*/**/payload*.elf")):
-        inputs.append((p, [".rodata", ".text", ".data"]))
-    return inputs
-
-
-def parse_input(arg: str) -> tuple[Path, list[str]]:
-    path, _, secs = arg.partition(":")
-    return Path(path), (secs.split(",") if secs else [".rodata"])
 
 
 def main(argv=None) -> int:
@@ -68,7 +52,7 @@ def main(argv=None) -> int:
             print(f"error: {tool} not installed (apt-get install {tool})", file=sys.stderr)
             return 1
     try:
-        inputs = [parse_input(a) for a in args.inputs] or default_inputs()
+        inputs = [parse_input(a) for a in args.inputs] or default_inputs(with_payload=True)
     except SeedfwError as exc:
         print(f"error: {exc.line()}", file=sys.stderr)
         return 1

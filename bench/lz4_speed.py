@@ -29,19 +29,8 @@ from seedfw.compress.train import elf_label
 from seedfw.errors import SeedfwError
 from seedfw.paths import ROOT
 
-PROJECT_DICT = ROOT / "firmware" / "lz4" / "dict" / "aarch64-rodata.dict"
+from lz4_inputs import PROJECT_DICT, default_inputs, parse_input
 
-
-def default_inputs() -> list[tuple[Path, list[str]]]:
-    from seedfw.compress.corpus import uboot_qemu_elf
-    inputs = [(uboot_qemu_elf(), [".rodata", ".data"])]
-    inputs += [(p, [".rodata", ".text"]) for p in sorted(ROOT.glob("output/*/**/bl31.elf"))]
-    return inputs
-
-
-def parse_input(arg: str) -> tuple[Path, list[str]]:
-    path, _, secs = arg.partition(":")
-    return Path(path), (secs.split(",") if secs else [".rodata"])
 
 
 def main(argv=None) -> int:
