@@ -1,11 +1,10 @@
-"""The build, top-down: configure → plan → run → images + manifest.
+"""The build, top-down: configure → plan (packages, then stages) → run → manifest → report.
 
-Later stages (section compression, DVFS tables, models, FIT/boot package, reports) plug in through
-`STAGES`: each entry names a module that, when it exists, provides
+Packages (TF-A, payload, MCU) come from seedfw.packages; the stages after them plug in through
+`STAGES`, each a module providing
     add_steps(plan: seedfw.plan.Plan, ctx: seedfw.packages.BuildContext) -> list[pathlib.Path]
-adding its steps to the plan (depending on e.g. "tfa.build") and returning the artifacts it leaves in
-<out>/images/. A stage whose module is not in the tree yet is reported as not available — the build
-never invents its outputs.
+that adds its steps to the plan (depending on e.g. "tfa.build") and returns the artifacts it
+leaves in <out>/images/. The report describes what the manifest lists, so it comes last.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ from pathlib import Path
 from . import __version__, packages, util
 from . import config as config_mod
 from .plan import Plan
+from .report import stage as report_stage
 
-# (stage name, module providing add_steps), in pipeline order. The lead wires each one in.
+# Modules providing add_steps, in pipeline order.
 STAGES = [
-    ("compress", "seedfw.compress.stage"),     # LZ4 section compression of built ELFs
-    ("image", "seedfw.images.steps"),          # DVFS tables + hints, models, FIT / boot package
-    ("report", "seedfw.report.stage"),         # ELF stats, JSON/Markdown/HTML reports
+    "seedfw.compress.stage",      # LZ4 section compression of built ELFs, compression.json
+    "seedfw.images.steps",        # DVFS tables + hints, models, FIT / boot package
 ]
 
 
@@ -34,7 +33,6 @@ class BuildResult:
     outdir: Path
     records: list[dict]
     manifest: dict
-    missing_stages: list[str]
     seconds: float
 
     @property
@@ -63,35 +61,19 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
     for pkg in packages.enabled(cfg.values):
         plan.add(*pkg.steps(ctx))
         artifacts += pkg.artifacts(ctx)
-    missing = []
-    for name, module in STAGES:
-        stage = _stage(module)
-        if stage is None:
-            missing.append(name)
-        else:
-            artifacts += stage.add_steps(plan, ctx) or []
+    for module in STAGES:
+        artifacts += importlib.import_module(module).add_steps(plan, ctx) or []
 
     records = plan.run()
     manifest = write_manifest(ctx, artifacts)
-    if missing:
-        say(f"[yellow]stages not available in this tree yet (nothing produced for them): "
-            f"{', '.join(missing)}[/]")
+    written, report_dir = report_stage.after_build(ctx.outdir, board)
+    say(f"  {'wrote' if written else 'skipped':<7} {'report':<24} "
+        f"{_shown(report_dir)}/report.{{json,md,html}}")
     seconds = time.monotonic() - started
     ran = sum(r["action"] == "ran" for r in records)
     say(f"[bold]{board}[/]{counter}: {ran} step(s) ran, {len(records) - ran} up to date, {seconds:.1f} s; "
         f"images in {_shown(ctx.outdir / 'images')}")
-    return BuildResult(board, ctx.outdir, records, manifest, missing, seconds)
-
-
-def _stage(module: str):
-    """The stage module if it is in the tree (and provides add_steps), else None."""
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and module.startswith(exc.name):   # the stage itself is absent, not a dependency
-            return None
-        raise
-    return mod if hasattr(mod, "add_steps") else None
+    return BuildResult(board, ctx.outdir, records, manifest, seconds)
 
 
 def write_manifest(ctx, artifacts: list[Path]) -> dict:
