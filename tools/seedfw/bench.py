@@ -89,10 +89,7 @@ def load(path: str | os.PathLike | None = None) -> list[BenchEntry]:
     from .flash.probe_ids import check_probe_uid
 
     path = bench_file(path)
-    data, lines = yamlfile.load(path)
-    if not isinstance(data, dict):
-        raise SeedfwError("expected a mapping with a 'boards' list", path, "line 1")
-    yamlfile.validate(data, SCHEMA, path, lines)
+    data, lines = yamlfile.load_mapping(path, SCHEMA, "a mapping with a 'boards' list")
     entries, seen = [], set()
     known = set(boards.names())
     for i, raw in enumerate(data["boards"]):

@@ -158,10 +158,7 @@ class Board:
 def load_file(path: str | Path) -> Board:
     """Load and validate one board.yaml (any path: tests feed broken copies)."""
     path = Path(path)
-    data, lines = yamlfile.load(path)
-    if not isinstance(data, dict):
-        raise SeedfwError("expected a mapping of board fields", path, "line 1")
-    yamlfile.validate(data, SCHEMA, path, lines)
+    data, lines = yamlfile.load_mapping(path, SCHEMA, "a mapping of board fields")
     if path.parent.name != data["name"] and path.parent.parent == BOARD_DIR:
         raise SeedfwError(f"field 'name': '{data['name']}' does not match its folder "
                           f"'{path.parent.name}'", path, f"line {lines[('name',)]}")

@@ -16,8 +16,6 @@ then unpacked once next to it in the download cache.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,16 +76,9 @@ def extract(deb: Deb, log: Path | None = None, progress=lambda s: None) -> Path:
     path = sources.fetch(deb.source, log=log, progress=progress)[deb.file.name]
     dest = path.parent / f"extracted-{deb.sha256[:12]}"
     if not (dest / ".complete").is_file():
-        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".extract."))
-        try:
+        with util.atomic_dir(dest) as tmp:
             util.run(["dpkg-deb", "-x", path, tmp], log=log)
             (tmp / ".complete").write_text(deb.sha256 + "\n")
-            if dest.exists():
-                shutil.rmtree(dest)
-            os.replace(tmp, dest)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
     return dest
 
 

@@ -148,10 +148,7 @@ class Table:
 def load(path: str | Path) -> Table:
     """Load and validate a dvfs.yaml; the first problem raises SeedfwError naming file and line."""
     path = Path(path)
-    data, lines = yamlfile.load(path)
-    if not isinstance(data, dict):
-        raise SeedfwError("expected a mapping with 'domains' and 'profiles'", path, "line 1")
-    yamlfile.validate(data, SCHEMA, path, lines)
+    data, lines = yamlfile.load_mapping(path, SCHEMA, "a mapping with 'domains' and 'profiles'")
 
     def fail(where: tuple, message: str):
         while where and where not in lines:      # the closest enclosing node that has a line

@@ -146,10 +146,7 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                   compress_default: bool = False) -> list[Model]:
     """Read, check and hash every model of a manifest. Paths are relative to the manifest."""
     path = Path(path)
-    data, lines = yamlfile.load(path)
-    if not isinstance(data, dict):
-        raise SeedfwError("expected a mapping with 'models'", path, "line 1")
-    yamlfile.validate(data, SCHEMA, path, lines)
+    data, lines = yamlfile.load_mapping(path, SCHEMA, "a mapping with 'models'")
     models: list[Model] = []
     total = 0
     for i, raw in enumerate(data["models"]):

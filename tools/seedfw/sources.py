@@ -271,21 +271,13 @@ def extract(source: Source, dest: Path, log: Path | None = None, progress: Progr
     files = fetch(source, log=log, progress=progress)
     archive = files[source.archive]
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
-    try:
+    with util.atomic_dir(dest) as tmp:
         _run(["tar", "-xf", archive, f"--strip-components={source.strip_components}",
-                  "-C", tmp], log=log)
+              "-C", tmp], log=log)
         for patch in source.patches:
             progress(f"applying patch {patch.name}")
             if log is not None:
                 with open(log, "a") as f:
                     f.write(f"=== patch {patch.name} sha256 {util.sha256_file(patch)}\n")
             _run(["patch", "-p1", "--forward", "--batch", "-i", patch], cwd=tmp, log=log)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp, dest)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return dest

@@ -61,6 +61,16 @@ def _build(node, where, lines, constructor):
     return constructor.construct_object(node, deep=True)
 
 
+def load_mapping(path: str | Path, schema: dict, expected: str):
+    """Load a YAML file that must be a mapping and validate it; returns (data, lines).
+    `expected` finishes the sentence "expected …" for a file that is not a mapping."""
+    data, lines = load(path)
+    if not isinstance(data, dict):
+        raise SeedfwError(f"expected {expected}", path, "line 1")
+    validate(data, schema, path, lines)
+    return data, lines
+
+
 def field_name(path) -> str:
     out = ""
     for part in path:
