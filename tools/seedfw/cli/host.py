@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 from . import command
@@ -30,5 +31,4 @@ def test(c, fast=False, k=None, x=False):
         args += ["-k", k]
     if x:
         args.append("-x")
-    c.run(" ".join(f"'{a}'" if " " in a else a for a in args), pty=False, echo=True,
-          env={"PYTHONPATH": str(ROOT / "tools")})
+    c.run(shlex.join(args), pty=False, echo=True, env={"PYTHONPATH": str(ROOT / "tools")})
