@@ -114,3 +114,80 @@ def test_dfi_config_error_names_file_and_field(tmp_path):
     with pytest.raises(SeedfwError) as err:
         dfi.DfiConfig.load(cfg)
     assert err.value.line() == f"{cfg}: dfi.bus_width: 2 channels but 1 bus widths"
+
+
+def _uart_stats(log) -> dict:
+    return stats_block.parse_uart_line(log.read_text(errors="replace"))
+
+
+@pytest.mark.slow
+def test_payload_stats_readback_equals_uart(qemu_aarch64_build):
+    """A-class path (qemu-aarch64, the RK3588 stand-in; no board here): `invoke counters` without
+    a probe boots the built TF-A + payload image with a GDB stub, reads `seedfw_stats` through it
+    and stops QEMU. The values equal the `stats:` line the payload printed in that same run."""
+    import re
+
+    from seedfw.counters.readback import _stats_counters_qemu
+
+    out = qemu_aarch64_build.outdir
+    board = boards.get("qemu-aarch64")
+    elf = out / "images" / "bl33.elf"
+    source = stats_block.StatsBlockCounters(board, elf=elf)
+    values = _stats_counters_qemu(board, source, out)
+    log = out / "logs" / "counters.log"
+    uart = log.read_text(errors="replace")
+    assert values.pop("address") == stats_block.symbol_address(elf)[0]
+    assert values == _uart_stats(log)
+    # The block's bytes_decompressed is the .rodata the payload reports having expanded.
+    rodata = int(re.search(r"^lz4: \.rodata (\d+) -> \d+ bytes", uart, re.M).group(1))
+    assert values["bytes_decompressed"] == rodata > 0
+    assert values["milestones"]["decompress"] > values["milestones"]["data"] > 0
+    assert values["cycles"] >= values["milestones"]["decompress"] and values["cycle_hz"] > 0
+
+
+@pytest.mark.slow
+def test_invoke_counters_qemu_aarch64_json(qemu_aarch64_build):
+    """The CLI as a user runs it: JSON on stdout, equal to the UART line of its own run."""
+    import json
+
+    from cli import invoke
+
+    out = qemu_aarch64_build.outdir
+    proc = invoke("counters", "--board", "qemu-aarch64", "--output", out, "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    values = json.loads(proc.stdout)
+    printed = _uart_stats(out / "logs" / "counters.log")
+    assert set(values) == set(printed) | {"address"}
+    values.pop("address")
+    assert values == printed
+
+
+@pytest.mark.slow
+def test_invoke_counters_qemu_aarch64_guest_fails_early(qemu_aarch64_build, tmp_path):
+    """Negative control: a corrupted boot package makes the payload exit (semihosting, status 1)
+    before its `stats:` line, so there is nothing to read: one error line, and no QEMU left over."""
+    import shutil
+    from pathlib import Path
+
+    from cli import invoke, one_error_line
+    from seedfw.images import package
+
+    out = tmp_path / "out"
+    shutil.copytree(qemu_aarch64_build.outdir, out, symlinks=True)
+    pkg = out / "images" / "qemu-aarch64-boot.pkg"
+    blob = bytearray(pkg.read_bytes())
+    entry = next(e for e in package.decode(bytes(blob)).entries if e.name == "yolov8s")
+    blob[entry.offset + entry.size // 2] ^= 0x40
+    pkg.write_bytes(bytes(blob))
+    proc = invoke("counters", "--board", "qemu-aarch64", "--output", out, "--json", timeout=120)
+    assert one_error_line(proc) == (f"error: {out / 'logs' / 'counters.log'}: QEMU exited (status 1) "
+                                    "before the firmware printed its 'stats:' line")
+    assert "pkg: FAILED, 1 errors" in (out / "logs" / "counters.log").read_text()
+    assert not [p for p in Path("/proc").glob("[0-9]*") if _cmdline_mentions(p, str(out))]
+
+
+def _cmdline_mentions(proc_dir, text: str) -> bool:
+    try:
+        return text.encode() in (proc_dir / "cmdline").read_bytes()
+    except OSError:                 # the process ended while we looked
+        return False

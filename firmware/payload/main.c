@@ -27,6 +27,23 @@ static void semihost_exit(uint32_t code)
 }
 #endif
 
+/* The stats block as one UART line, in the MCU firmware's format (firmware/mcu/main.c), so one
+ * parser (stats_block.parse_uart_line) reads both. The block was frozen by sections_early_init()
+ * and nothing writes it afterwards, so a debugger reading `seedfw_stats` once the guest stopped
+ * sees exactly these values (`invoke counters` and tests/test_counters.py compare the two). */
+static void print_stats(void)
+{
+	const struct seedfw_stats *st = &seedfw_stats;
+
+	printf("stats: addr=0x%lx version=%u bytes_decompressed=%lu bytes_read=%lu cycles=%lu "
+	       "cycle_hz=%u milestones=", (unsigned long)(uintptr_t)st, st->version,
+	       (unsigned long)st->bytes_decompressed, (unsigned long)st->bytes_read,
+	       (unsigned long)st->cycles, st->cycle_hz);
+	for (uint32_t i = 0; i < st->milestone_count && i < SEEDFW_STATS_MILESTONES; i++)
+		printf("%s%lu", i ? "," : "", (unsigned long)st->milestones[i]);
+	printf("\n");
+}
+
 int main(void)
 {
 	uart_init();
@@ -53,6 +70,7 @@ int main(void)
 	if (seedfw_pkg_verify((const void *)PKG_ADDR, PKG_MAX, 0, pkg_putc) != 0)
 		semihost_exit(1);
 #endif
+	print_stats();
 	uint64_t v = psci_call(PSCI_VERSION, 0, 0, 0);
 	printf("psci %u.%u, powering off\n", (unsigned)(v >> 16) & 0xffffu, (unsigned)v & 0xffffu);
 	return 0;

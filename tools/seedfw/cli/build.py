@@ -6,11 +6,9 @@ import shutil
 import time
 from pathlib import Path
 
-from rich.console import Console
-
 from . import command
 from .config import default_board
-from .. import boards, build as build_mod, qemu
+from .. import boards
 from ..errors import SeedfwError
 from ..paths import output_dir
 
@@ -35,6 +33,10 @@ def _outputs(board: str, output: str | None) -> list[tuple[str, Path | None]]:
 })
 def build(c, board=None, output=None, fragment=None, jobs=0, strict=False):
     """Build a board's firmware (TF-A, payload, MCU) into <out>/images with stamps, logs and a manifest."""
+    from rich.console import Console   # rich and the build machinery: only when building
+
+    from .. import build as build_mod
+
     console = Console(highlight=False, soft_wrap=True)
     targets = _outputs(default_board(board), output)
     started = time.monotonic()
@@ -59,6 +61,8 @@ def run(c, board=None, output=None, timeout=30.0, until=None):
     name = default_board(board)
     if name == "all":
         raise SeedfwError("'run' takes one board, not 'all'")
+    from .. import qemu
+
     brd = boards.get(name)
     result = qemu.run(brd, output_dir(name, output), timeout=float(timeout), until=until)
     if result.ready_line is not None and result.returncode is None:

@@ -46,7 +46,8 @@ def ci(c, output=None, baseline=None, jobs=0):
         counters_file = None
         if board.flash_backend == "pyocd":
             flash_task(c, board=name, bench=str(BENCH), output=str(out))
-            counters_file = _counters(c, name, out)
+        if board.counters == "stats-block" and board.qemu:
+            counters_file = _counters(c, board, out)
         base = Path(baseline) / name if baseline else None
         report = build_report(out, baseline=base if base and base.is_dir() else None,
                               counters=counters_file, board=name)
@@ -58,12 +59,17 @@ def ci(c, output=None, baseline=None, jobs=0):
     print(text)
 
 
-def _counters(c, board: str, out: Path) -> Path:
-    """The stats block read back through the probe, saved for the report as measured figures."""
+def _counters(c, board, out: Path) -> Path:
+    """The stats block read back after a QEMU run, saved for the report as measured figures: the
+    MCU through pyOCD on the QEMU bench (flashed first), the A-class payload through the GDB stub
+    of a QEMU that `invoke counters` starts for the built image."""
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        counters_task(c, board=board, bench=str(BENCH), elf=str(out / "images" / "mcu.elf"),
-                      flash_first=True, json_=True)
+        if board.flash_backend == "pyocd":
+            counters_task(c, board=board.name, bench=str(BENCH), elf=str(out / "images" / "mcu.elf"),
+                          flash_first=True, json_=True)
+        else:
+            counters_task(c, board=board.name, output=str(out), json_=True)
     values = json.loads(buf.getvalue())
     return util.write_json(out / "counters.json", values)
 

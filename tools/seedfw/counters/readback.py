@@ -1,0 +1,151 @@
+"""Reading a board's counters back: the stats block through pyOCD (Cortex-M), through the GDB stub
+of a QEMU we start (A-class payload) or one already running, and the RK3588 DFI registers (live
+or recorded)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import SeedfwError
+from ..flash.reach import reach_probe
+
+
+def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
+    if b.arch != "armv7m" and not probe:
+        from ..paths import output_dir
+
+        outdir = output_dir(b.name, output)
+        if elf is None:
+            elf = outdir / "images" / "bl33.elf"
+            if not elf.is_file():
+                raise SeedfwError(f"not built yet (run 'invoke build --board {b.name}')", elf)
+        source = cls(b, elf=elf)        # checks the ELF before QEMU is started
+        return _stats_counters_qemu(b, source, outdir)
+    source = cls(b, elf=elf)            # checks the ELF before any probe is reached
+    if b.arch != "armv7m":
+        return _stats_counters_gdb(b, source, probe)
+
+    from pyocd.core.helpers import ConnectHelper
+
+    from ..counters.base import PyocdReader
+    from ..flash import runner_class
+
+    with reach_probe(b, probe, bench_path) as (uid, target, qemu):
+        target = target or (b.pyocd or {}).get("target")
+        if flash_first or qemu is not None:
+            runner_class("pyocd").from_board(b, uid, target=target, log=lambda *_: None).flash(elf)
+        if qemu is not None:
+            qemu.wait_uart("stats:", timeout=5.0)
+        session = ConnectHelper.session_with_chosen_probe(unique_id=uid, target_override=target,
+                                                          blocking=False, options={"connect_mode": "attach"})
+        if session is None:
+            raise SeedfwError(f"debug probe '{uid}' not found", None, "--probe")
+        with session:
+            return source.sample(PyocdReader(session.target))
+
+
+def _stats_counters_gdb(b, source, probe):
+    """A-class guests: pyOCD drives Cortex-M only, so read the block straight through the GDB stub
+    of a running QEMU (the guest is paused for the read and continues afterwards)."""
+    from ..counters.base import RspReader
+    from ..flash.probe_ids import parse_qemu_uid as parse_uid
+    from ..flash.qemu_probe.rsp import RspClient
+
+    try:
+        host, port = parse_uid(probe or "")
+    except ValueError:
+        raise SeedfwError(f"board '{b.name}' is read through a running QEMU's GDB stub: "
+                          "pass --probe qemu:HOST:PORT", None, "--probe") from None
+    rsp = RspClient(host, port)
+    try:
+        values = source.sample(RspReader(rsp))
+        if rsp.was_running_at_connect:
+            rsp.cont()
+    finally:
+        rsp.close()
+    return values
+
+
+def _stats_counters_qemu(b, source, outdir: Path, timeout: float = 30.0):
+    """A-class board, no probe: boot the built image in QEMU with a GDB stub on an ephemeral
+    loopback port and -no-shutdown (PSCI SYSTEM_OFF then stops the guest instead of ending QEMU),
+    wait for the firmware's `stats:` UART line, read the block through the stub, stop QEMU.
+    The UART goes to <out>/logs/counters.log."""
+    from .. import qemu, util
+    from ..bench import free_port
+    from ..counters.base import RspReader
+    from ..flash.qemu_probe.rsp import RspClient
+
+    log = outdir / "logs" / "counters.log"
+    for _ in range(3):              # free_port() can race with another program taking the port
+        port = free_port()
+        uart: list[str] = []
+        proc = qemu.start(b, outdir, ["-no-shutdown", "-gdb", f"tcp:127.0.0.1:{port}"])
+        values = exited = reader = None
+        try:
+            reader = _collect_until_stats(proc, uart, timeout)
+            if any(l.startswith("stats:") for l in uart):
+                rsp = RspClient("127.0.0.1", port)      # connecting pauses the guest if it still runs
+                try:
+                    # By now the guest is usually in TF-A's SYSTEM_OFF at EL3, whose MMU does not map
+                    # the payload's RAM, so a virtual read fails (E14): read physical memory instead
+                    # (the payload runs with the MMU off, so its symbol addresses are physical).
+                    rsp.checked(b"Qqemu.PhyMemMode:1")
+                    values = source.sample(RspReader(rsp))
+                finally:
+                    rsp.close()
+            else:
+                reader.join(0.5)           # ends right after EOF when QEMU exited
+                if not reader.is_alive():  # the UART ended: QEMU exited (reap it for its status)
+                    exited = proc.wait(5)
+        finally:
+            qemu.stop(proc)         # never leave QEMU behind, whatever happened above
+            if reader is not None:
+                reader.join(5)
+            proc.stdout.close()
+            log.parent.mkdir(parents=True, exist_ok=True)
+            util.write_text(log, "".join(uart))
+        if values is not None:
+            return values
+        if exited is None:
+            raise SeedfwError(f"no 'stats:' line on the UART within {timeout:g} s", log)
+        if not any("Address already in use" in l for l in uart):
+            raise SeedfwError(f"QEMU exited (status {exited}) before the firmware printed its 'stats:' "
+                              "line", log)
+    raise SeedfwError("QEMU could not open its GDB stub on a free loopback port (3 tries)", log)
+
+
+def _collect_until_stats(proc, uart: list[str], timeout: float):
+    """Collect the UART (QEMU's stdout) into `uart` until a whole `stats:` line arrived, QEMU
+    exited, or `timeout` passed; a reader thread because a pipe read cannot time out by itself.
+    Returns the thread, which ends when QEMU does."""
+    import threading
+    import time
+
+    done = threading.Event()
+
+    def pump():
+        for raw in proc.stdout:
+            text = raw.decode(errors="replace")
+            uart.append(text)
+            if text.startswith("stats:") and text.endswith("\n"):
+                done.set()
+        done.set()                  # EOF: QEMU exited
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while not done.wait(0.02) and time.monotonic() < deadline:
+        pass
+    return reader
+
+
+def read_dfi(b, cls, probe, recorded, map_file):
+    from ..counters.rk3588_dfi import load_recording
+
+    if not recorded:
+        raise SeedfwError("no RK3588 board reachable here: pass --recorded FILE with register values "
+                          "(a live board needs a MEM-AP probe path, not available in this tree yet)",
+                          None, "--probe" if probe else "--recorded")
+    source = cls(b, config_path=map_file, sleep=lambda s: None)    # the map is checked first
+    return source.sample(load_recording(recorded))

@@ -1,0 +1,149 @@
+"""Checks an image must pass before any probe is touched: which file to program, that it was built
+for this board (manifest board, size and sha256; ELF machine and integrity), and — when the
+build requires it — that its FIT signature verifies against the configured certificate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import SeedfwError
+
+ARCH_MACHINE = {"armv7m": 40, "aarch64": 183}      # board.yaml arch -> ELF e_machine
+
+
+# Which artifact of a build a backend programs when --image is not given (first one present).
+DEFAULT_ARTIFACTS = {"pyocd": ("mcu.elf", "mcu.hex", "mcu.bin"), "rockusb": ("idbloader.img",)}
+
+
+def _read_manifest(manifest: Path) -> dict:
+    try:
+        data = json.loads(manifest.read_text())
+    except json.JSONDecodeError as exc:
+        raise SeedfwError(f"not valid JSON: {exc.msg}", manifest, f"line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise SeedfwError("not valid JSON: not UTF-8 text", manifest) from None
+    if not isinstance(data, dict):
+        raise SeedfwError("must be a JSON object (the build manifest)", manifest)
+    return data
+
+
+def _artifacts(manifest: Path, data: dict) -> list[dict]:
+    artifacts = data.get("artifacts", [])
+    if not isinstance(artifacts, list) or not all(isinstance(a, dict) for a in artifacts):
+        raise SeedfwError("must be a list of objects", manifest, "artifacts")
+    return artifacts
+
+
+def find_image(board, image, output) -> Path:
+    """--image, or the board's flashable artifact listed in <out>/manifest.json (the build's)."""
+    from ..paths import output_dir
+
+    if image:
+        return Path(image)
+    out = output_dir(board.name, output)
+    manifest = out / "manifest.json"
+    if not manifest.is_file():
+        raise SeedfwError("no --image given and no build output here (run the build first)", manifest)
+    artifacts = {a.get("name"): a.get("path") for a in _artifacts(manifest, _read_manifest(manifest))}
+    for name in DEFAULT_ARTIFACTS.get(board.flash_backend, ()):
+        if name in artifacts:
+            return out / artifacts[name]
+    raise SeedfwError(f"manifest lists none of {', '.join(DEFAULT_ARTIFACTS.get(board.flash_backend, ()))}; "
+                      "pass --image", manifest, "artifacts")
+
+
+def _manifest_for(image: Path) -> Path | None:
+    """The build manifest.json beside the image or in a parent (the image may sit in a sub-folder
+    of the output directory); None for a loose image."""
+    for folder in list(image.resolve().parents)[:3]:
+        candidate = folder / "manifest.json"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def check_image_board(board, image: Path) -> None:
+    """Refuse an image that is empty, built for another board (the build manifest names the
+    board), changed since the build (size and sha256 against the manifest entry), or an ELF that
+    is truncated or for another architecture."""
+    from .. import util
+    from ..flash.base import ELF_SUFFIXES, EM_NAMES, check_elf_image
+
+    size = image.stat().st_size
+    if size == 0:
+        raise SeedfwError("empty image (0 bytes): nothing to program", image)
+    manifest = _manifest_for(image)
+    if manifest is not None:
+        data = _read_manifest(manifest)
+        built_for = data.get("board")
+        if built_for and built_for != board.name:
+            raise SeedfwError(f"image was built for board '{built_for}', not '{board.name}'", manifest, "board")
+        for entry in _artifacts(manifest, data):
+            listed = entry.get("path")
+            if not isinstance(listed, str) or (manifest.parent / listed).resolve() != image.resolve():
+                continue
+            if isinstance(entry.get("size"), int) and entry["size"] != size:
+                raise SeedfwError(f"{size} bytes, but the build's manifest.json lists {entry['size']} "
+                                  "(truncated or changed since the build)", image, "size")
+            if isinstance(entry.get("sha256"), str) and util.sha256_file(image) != entry["sha256"]:
+                raise SeedfwError("sha256 differs from the build's manifest.json (changed since the "
+                                  "build)", image, "sha256")
+    with open(image, "rb") as f:
+        head = f.read(4)
+    if head == b"\x7fELF" or image.suffix.lower() in ELF_SUFFIXES:
+        machine = check_elf_image(image)
+        want = ARCH_MACHINE.get(board.arch)
+        if want and machine != want:
+            raise SeedfwError(f"ELF is for {EM_NAMES.get(machine, f'e_machine {machine}')}, board "
+                              f"'{board.name}' needs {EM_NAMES[want]}", image, "e_machine")
+
+
+def _config_for(image: Path) -> Path | None:
+    """config.json of the output directory an image came from (beside it or up to two levels
+    above: images sit in <out>/images/); None for a loose image."""
+    for folder in list(image.resolve().parents)[:3]:
+        if (folder / "config.json").is_file():
+            return folder / "config.json"
+    return None
+
+
+def check_image_signature(board, image: Path) -> None:
+    """Refuse an unsigned image, or one whose FIT signature does not verify, when the image's
+    build configuration says CONFIG_IMAGE_SIGN_REQUIRED. Runs before any probe is touched.
+
+    The public key is the configured one (<IMAGE_SIGN_KEY_DIR>/<name>.crt, only its public half
+    is read), not the `<board>-pubkey.dtb` in the output: whoever can replace the image could
+    replace that file too. Without the certificate, the build's public-key DTB is used."""
+    from .. import config as config_mod
+    from ..images import fit_sig, inspect as inspect_mod
+    from ..paths import ROOT
+
+    cfg_path = _config_for(image)
+    if cfg_path is None:
+        return
+    values = config_mod.load_values(cfg_path.parent)
+    if not (values.get("IMAGE_SIGN") and values.get("IMAGE_SIGN_REQUIRED")):
+        return
+    why = f"board '{board.name}' requires signed images (IMAGE_SIGN_REQUIRED in {cfg_path})"
+    with open(image, "rb") as f:
+        if f.read(4) != b"\xd0\x0d\xfe\xed":
+            raise SeedfwError(f"unsigned image (not a signed FIT): {why}", image, "signature")
+    name = values.get("IMAGE_SIGN_KEY_NAME") or "dev"
+    key_dir = Path(values.get("IMAGE_SIGN_KEY_DIR") or "keys")
+    cert = (key_dir if key_dir.is_absolute() else ROOT / key_dir) / f"{name}.crt"
+    pubkey_dtb = cfg_path.parent / "images" / f"{board.name}-pubkey.dtb"
+    if cert.is_file():
+        report = inspect_mod.inspect(image, keys=fit_sig.keys_from_cert(cert, name))
+    elif pubkey_dtb.is_file():
+        report = inspect_mod.inspect(image, pubkey_dtb)
+    else:
+        raise SeedfwError(f"no public key to check the signature with (neither {cert} nor "
+                          f"{pubkey_dtb}): {why}", image, "signature")
+    sigs = [r for r in report.rows if r.type == "signature"]
+    if not sigs or all(r.hash_algo == "none" for r in sigs):
+        raise SeedfwError(f"unsigned FIT: {why}", image, "signature")
+    bad = [f"{r.name}: {r.detail if r.type == 'signature' else 'hash BAD'}"
+           for r in report.rows if not r.hash_ok]
+    if bad:
+        raise SeedfwError(f"signature check failed ({'; '.join(bad)}): {why}", image, "signature")

@@ -1,0 +1,35 @@
+"""How a task reaches a board's probe: --probe wins, else the bench entry for the board (labgrid's
+split: the bench file says what is there, this says how to talk to it)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from ..errors import SeedfwError
+
+
+@contextlib.contextmanager
+def reach_probe(board, probe, bench_path, uart_log=None):
+    """Yield (probe uid, pyOCD target or None, QemuGdbTarget or None) for a board: --probe wins,
+    else the bench entry for the board; `qemu:auto` starts QEMU on loopback for the duration."""
+    from .. import bench as benchmod
+
+    entry = None
+    if not probe:
+        if not (bench_path or os.environ.get("SEEDFW_BENCH")):
+            raise SeedfwError(f"no --probe and no bench file for board '{board.name}'", None, "--probe")
+        entries = benchmod.load(bench_path)
+        entry = benchmod.entry_for_board(entries, board.name)
+        if entry is None:
+            raise SeedfwError(f"no bench entry for board '{board.name}'", benchmod.bench_file(bench_path), "boards")
+        probe = entry.probe
+    target = entry.pyocd_target() if entry else None
+    if entry is not None:
+        benchmod.run_power(entry, "on")  # no-op unless the bench entry has a power.on command
+    if probe.lower() == "qemu:auto":
+        extra = entry.qemu_args if entry else ("-icount", "shift=3")
+        with benchmod.QemuGdbTarget(board, uart_log=uart_log, extra_args=extra) as q:
+            yield q.uid, target, q
+    else:
+        yield probe, target, None
