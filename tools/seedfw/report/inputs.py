@@ -321,6 +321,10 @@ def read_counters(path: Path | None):
 
 def _guess_unit(name: str) -> str:
     low = name.lower()
+    if low.endswith("_hz"):
+        return "Hz"
+    if low.startswith("milestones."):
+        return "cycles"             # a milestone is the cycle counter's value when it was reached
     if "byte" in low:
         return "bytes"
     if "cycle" in low or "cntvct" in low or "systick" in low:
