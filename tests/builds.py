@@ -35,3 +35,19 @@ def rebuild(result: "build_mod.BuildResult", fragments=()) -> "build_mod.BuildRe
 
 def image(result: "build_mod.BuildResult", name: str) -> Path:
     return Path(result.outdir) / "images" / name
+
+
+def copy_with_corrupted_model(result: "build_mod.BuildResult", dest: Path, model: str = "yolov8s") -> Path:
+    """A copy of a qemu-aarch64 output directory whose boot package has one byte of `model`
+    flipped (hashes left as they were): the payload must reject it at boot."""
+    import shutil
+
+    from seedfw.images import package
+
+    shutil.copytree(result.outdir, dest, symlinks=True)
+    pkg = dest / "images" / f"{result.board}-boot.pkg"
+    blob = bytearray(pkg.read_bytes())
+    entry = next(e for e in package.decode(bytes(blob)).entries if e.name == model)
+    blob[entry.offset + entry.size // 2] ^= 0x40
+    pkg.write_bytes(bytes(blob))
+    return dest

@@ -3,13 +3,13 @@ package QEMU loaded at the board's boot-package region and prints one line per e
 must equal what the host-side writer expects; a corrupted twin must fail the boot."""
 
 import json
-import shutil
 
 import pytest
 
+import builds
+
 from seedfw import boards, qemu
 from seedfw.errors import SeedfwError
-from seedfw.images import package
 
 PREFIXES = ("pkg:", "dvfs", "model ", "firmware ", "fdt ")
 
@@ -37,13 +37,7 @@ def test_payload_verifies_its_package_at_boot(qemu_aarch64_build):
 
 @pytest.mark.slow
 def test_a_corrupted_package_fails_the_boot(qemu_aarch64_build, tmp_path):
-    out = tmp_path / "out"
-    shutil.copytree(qemu_aarch64_build.outdir, out, symlinks=True)
-    pkg = out / "images" / "qemu-aarch64-boot.pkg"
-    blob = bytearray(pkg.read_bytes())
-    entry = next(e for e in package.decode(bytes(blob)).entries if e.name == "yolov8s")
-    blob[entry.offset + entry.size // 2] ^= 0x40
-    pkg.write_bytes(bytes(blob))
+    out = builds.copy_with_corrupted_model(qemu_aarch64_build, tmp_path / "out")
     with pytest.raises(SeedfwError) as failed:
         boot(out, "bad-boot.log")
     assert failed.value.message == "QEMU exited with status 1"

@@ -166,19 +166,12 @@ def test_invoke_counters_qemu_aarch64_json(qemu_aarch64_build):
 def test_invoke_counters_qemu_aarch64_guest_fails_early(qemu_aarch64_build, tmp_path):
     """Negative control: a corrupted boot package makes the payload exit (semihosting, status 1)
     before its `stats:` line, so there is nothing to read: one error line, and no QEMU left over."""
-    import shutil
     from pathlib import Path
 
+    import builds
     from cli import invoke, one_error_line
-    from seedfw.images import package
 
-    out = tmp_path / "out"
-    shutil.copytree(qemu_aarch64_build.outdir, out, symlinks=True)
-    pkg = out / "images" / "qemu-aarch64-boot.pkg"
-    blob = bytearray(pkg.read_bytes())
-    entry = next(e for e in package.decode(bytes(blob)).entries if e.name == "yolov8s")
-    blob[entry.offset + entry.size // 2] ^= 0x40
-    pkg.write_bytes(bytes(blob))
+    out = builds.copy_with_corrupted_model(qemu_aarch64_build, tmp_path / "out")
     proc = invoke("counters", "--board", "qemu-aarch64", "--output", out, "--json", timeout=120)
     assert one_error_line(proc) == (f"error: {out / 'logs' / 'counters.log'}: QEMU exited (status 1) "
                                     "before the firmware printed its 'stats:' line")
