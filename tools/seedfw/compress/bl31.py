@@ -87,6 +87,28 @@ def elf_symbols(elf_path: str | os.PathLike, names=SYMBOLS) -> dict[str, int]:
     return found
 
 
+def _append_container(buf: bytearray, origin: int, blob: bytes, dict_data: bytes, sym: dict,
+                      bl31_elf) -> tuple[int, int, int]:
+    """Append the container (and the dictionary, if stored) to `buf`, which is loaded at `origin`,
+    16-byte aligned; check they stay clear of the hook's stack and inside BL31. Returns
+    (container address, dictionary address, dictionary length)."""
+    buf += bytes(-(origin + len(buf)) % 16)
+    c_addr = origin + len(buf)
+    buf += blob
+    d_addr, d_len = 0, 0
+    if dict_data:
+        buf += bytes(-(origin + len(buf)) % 16)
+        d_addr, d_len = origin + len(buf), len(dict_data)
+        buf += dict_data
+    end = origin + len(buf)
+    stack = sym["seedfw_lz4_stack"]
+    if (c_addr < stack + HOOK_STACK_SIZE and end > stack) or end > sym["__BL31_END__"]:
+        raise SeedfwError(f"container 0x{c_addr:x}..0x{end:x} overlaps the hook's stack "
+                          f"0x{stack:x} or passes __BL31_END__ 0x{sym['__BL31_END__']:x}",
+                          file=bl31_elf, field="layout")
+    return c_addr, d_addr, d_len
+
+
 def embed_rodata(bl31_elf: str | os.PathLike, bl31_bin: str | os.PathLike,
                  out_bin: str | os.PathLike, block_size: int = 65536, level: int = 12,
                  dictionary: Dictionary | None = None, always_dict: bool = False) -> RodataEmbed:
@@ -110,20 +132,7 @@ def embed_rodata(bl31_elf: str | os.PathLike, bl31_bin: str | os.PathLike,
     image[ro - base:ro_end - base] = bytes(ro_end - ro)
 
     size_before = len(image)
-    image += bytes(-len(image) % 16)
-    c_addr = base + len(image)
-    image += blob
-    d_addr, d_len = 0, 0
-    if dict_data:
-        image += bytes(-len(image) % 16)
-        d_addr, d_len = base + len(image), len(dict_data)
-        image += dict_data
-    end = base + len(image)
-    stack = sym["seedfw_lz4_stack"]
-    if (c_addr < stack + HOOK_STACK_SIZE and end > stack) or end > sym["__BL31_END__"]:
-        raise SeedfwError(f"container 0x{c_addr:x}..0x{end:x} overlaps the hook's stack "
-                          f"0x{stack:x} or passes __BL31_END__ 0x{sym['__BL31_END__']:x}",
-                          file=bl31_elf, field="layout")
+    c_addr, d_addr, d_len = _append_container(image, base, blob, dict_data, sym, bl31_elf)
     DESC.pack_into(image, desc_off, DESC_MAGIC, 0, c_addr, len(blob), ro, ro_end - ro,
                    d_addr, d_len)
     write_bytes(out_bin, bytes(image))
@@ -227,20 +236,7 @@ def embed_rodata_elf(bl31_elf: str | os.PathLike, out_elf: str | os.PathLike,
                           file=bl31_elf, field="seedfw_lz4_rodata")
     result, blob, dict_data = _compress(rodata, ro, block_size, level, dictionary,
                                          always_dict)
-    tail += bytes(-(ro_end + len(tail)) % 16)
-    c_addr = ro_end + len(tail)
-    tail += blob
-    d_addr, d_len = 0, 0
-    if dict_data:
-        tail += bytes(-(ro_end + len(tail)) % 16)
-        d_addr, d_len = ro_end + len(tail), len(dict_data)
-        tail += dict_data
-    end = ro_end + len(tail)
-    stack = sym["seedfw_lz4_stack"]
-    if (c_addr < stack + HOOK_STACK_SIZE and end > stack) or end > sym["__BL31_END__"]:
-        raise SeedfwError(f"container 0x{c_addr:x}..0x{end:x} overlaps the hook's stack "
-                          f"0x{stack:x} or passes __BL31_END__ 0x{sym['__BL31_END__']:x}",
-                          file=bl31_elf, field="layout")
+    c_addr, d_addr, d_len = _append_container(tail, ro_end, blob, dict_data, sym, bl31_elf)
     off = desc - ro_end
     magic, _, container = struct.unpack_from("<IiQ", tail, off)
     if magic != DESC_MAGIC or container != 0:
