@@ -81,6 +81,18 @@ static int report(long n)
 	return 0;
 }
 
+/* Write what was decoded (if anything), release the buffers, report the result code. */
+static int finish(const char *path, unsigned char *out, long n, unsigned char *in,
+		  unsigned char *dict)
+{
+	if (n >= 0)
+		spill(path, out, (size_t)n);
+	free(in);
+	free(dict);
+	free(out);
+	return report(n);
+}
+
 int main(int argc, char **argv)
 {
 	size_t in_len = 0, dict_len = 0;
@@ -98,12 +110,7 @@ int main(int argc, char **argv)
 		cap = lz4blk_parse(in, in_len, &info) == 0 ? info.original_size : 0;
 		out = malloc(cap ? cap : 1);
 		n = lz4blk_decompress(in, in_len, out, cap, dict, dict_len);
-		if (n >= 0)
-			spill(argv[3], out, (size_t)n);
-		free(in);
-		free(dict);
-		free(out);
-		return report(n);
+		return finish(argv[3], out, n, in, dict);
 	}
 	if (argc >= 5 && !strcmp(argv[1], "block")) {
 		size_t cap = strtoul(argv[4], NULL, 0);
@@ -113,12 +120,7 @@ int main(int argc, char **argv)
 			dict = slurp(argv[5], &dict_len);
 		out = malloc(cap ? cap : 1);
 		n = lz4blk_decompress_block(in, in_len, out, cap, dict, dict_len);
-		if (n >= 0)
-			spill(argv[3], out, (size_t)n);
-		free(in);
-		free(dict);
-		free(out);
-		return report(n);
+		return finish(argv[3], out, n, in, dict);
 	}
 	if (argc >= 5 && (argc - 3) % 2 == 0 && !strcmp(argv[1], "boot")) {
 		size_t count = (size_t)(argc - 3) / 2, failed = 0;
