@@ -12,6 +12,7 @@ fetches TF-A from the Debian source archive at most once per machine.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from seedfw import build as build_mod
@@ -40,8 +41,6 @@ def image(result: "build_mod.BuildResult", name: str) -> Path:
 def copy_with_corrupted_model(result: "build_mod.BuildResult", dest: Path, model: str = "yolov8s") -> Path:
     """A copy of a qemu-aarch64 output directory whose boot package has one byte of `model`
     flipped (hashes left as they were): the payload must reject it at boot."""
-    import shutil
-
     from seedfw.images import package
 
     shutil.copytree(result.outdir, dest, symlinks=True)
@@ -50,4 +49,25 @@ def copy_with_corrupted_model(result: "build_mod.BuildResult", dest: Path, model
     entry = next(e for e in package.decode(bytes(blob)).entries if e.name == model)
     blob[entry.offset + entry.size // 2] ^= 0x40
     pkg.write_bytes(bytes(blob))
+    rebuild_disk(dest)
     return dest
+
+
+def rebuild_disk(outdir: Path) -> None:
+    """Re-make the firmware FIT and disk image of a (copied, altered) qemu-aarch64 output dir
+    from its images/bl33.bin and boot package, as the build would: U-Boot then finds every FIT
+    hash right and starts the payload, so the payload's own checks are what is tested."""
+    import json
+    import types
+
+    from seedfw import boards
+    from seedfw.images import disk
+
+    outdir = Path(outdir)
+    board = boards.get(json.loads((outdir / "manifest.json").read_text())["board"])
+    if not (outdir / "images" / f"{board.name}-disk.img").is_file():
+        return                                   # no U-Boot in this build: QEMU loads the package
+    ctx = types.SimpleNamespace(board=board, images=outdir / "images", values={"UBOOT": True})
+    for final, built in disk.make(ctx, outdir / "build" / "disk-retest",
+                                  outdir / "logs" / "disk-retest.log").items():
+        shutil.copyfile(built, final)

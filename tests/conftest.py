@@ -1,6 +1,7 @@
 """Shared fixtures. Each board is built once per test session (tests/builds.py caches by board),
 and every slow test that needs a board's images asks for these fixtures."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import builds  # noqa: E402  (needs the path above)
+
+# The rkbin blobs (DDR init, usbplug, SPL) come from rkbin at a pinned commit or from a mirror
+# directory; this machine keeps them in the shared mirror beside the tree. A value set by the
+# caller wins; the invoke subprocesses of the tests inherit it.
+_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "mirror"
+if _MIRROR.is_dir():
+    os.environ.setdefault("SEEDFW_MIRROR_DIR", str(_MIRROR))
 
 
 @pytest.fixture(scope="session")

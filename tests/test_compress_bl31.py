@@ -78,7 +78,7 @@ def poweroff_bl33(d: Path) -> Path:
 def boot(bios: Path, timeout: float) -> tuple[int | None, str]:
     p = subprocess.Popen(["qemu-system-aarch64", "-nographic", "-machine", "virt,secure=on",
                           "-cpu", "cortex-a57", "-smp", "1", "-m", "1024", "-bios", bios,
-                          "-monitor", "none", "-serial", "stdio"],
+                          "-monitor", "none", "-serial", "stdio", "-nic", "none"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = p.communicate(timeout=timeout)

@@ -77,11 +77,12 @@ def test_qemu_step_graph_compresses_before_the_fip(tmp_path):
     plan = step_graph("qemu-aarch64", tmp_path)
     deps = {n: set(s.deps) for n, s in plan.steps.items()}
     assert deps["tfa.compress"] == {"tfa.build"}
-    assert deps["tfa.fip"] == {"tfa.compress", "payload.compress"}
+    # the FIP's BL33 is U-Boot, which loads the (compressed) payload from the disk image
+    assert deps["tfa.fip"] == {"tfa.compress", "uboot.build"}
     assert deps["payload.compress"] == {"payload.build"}
     assert deps["compress.report"] == {"tfa.compress", "payload.compress"}
     order = plan.order()
-    assert order.index("payload.compress") < order.index("tfa.fip")
+    assert order.index("uboot.build") < order.index("tfa.fip")
 
 
 def test_rk3588_step_graph_has_no_fip(tmp_path):
@@ -99,7 +100,8 @@ def test_uncompressed_config_keeps_one_tfa_step(tmp_path):
     for pkg in enabled(cfg.values):
         plan.add(*pkg.steps(ctx))
     assert stage.add_steps(plan, ctx) == [] and "compress.report" not in plan.steps
-    assert sorted(plan.steps) == ["payload.build", "tfa.build", "tfa.extract", "tfa.fetch"]
+    assert sorted(plan.steps) == ["payload.build", "tfa.build", "tfa.extract", "tfa.fetch",
+                                  "uboot.build", "uboot.fetch"]
 
 
 def test_manifest_roles(tmp_path):
@@ -154,7 +156,7 @@ def test_qemu_boots_with_compressed_bl31_and_payload_rodata(qemu_aarch64_build):
 
 @pytest.mark.slow
 def test_corrupt_payload_container_stops_before_main(qemu_aarch64_build, tmp_path):
-    """Negative control: the same FIP with one byte of the payload's container flipped."""
+    """Negative control: the same firmware FIT with one byte of the payload's container flipped."""
     result = qemu_aarch64_build
     images = result.outdir / "images"
     frag = json.loads((result.outdir / "build" / "compress" / "payload.json").read_text())
@@ -166,17 +168,11 @@ def test_corrupt_payload_container_stops_before_main(qemu_aarch64_build, tmp_pat
         read_elf_sections(images / "bl33.elf", [".rodata"])[".rodata"][1]
     assert desc[3] == frag["sections"][0]["chosen"]
     bl33[container + desc[3] - 3] ^= 0x5A                 # inside the last block
-    (tmp_path / "bad.bin").write_bytes(bl33)
-    fiptool = result.outdir / "build" / "tf-a-src" / "tools" / "fiptool" / "fiptool"
-    shutil.copy(images / "fip.bin", tmp_path / "fip.bin")
-    subprocess.run([fiptool, "update", "--nt-fw", tmp_path / "bad.bin", tmp_path / "fip.bin"],
-                   check=True, capture_output=True)
-    bad = tmp_path / "out" / "images"
-    bad.mkdir(parents=True)
-    bios = bytearray((images / "bl1.bin").read_bytes())
-    bios += bytes(4 * 65536 - len(bios))                 # plat/qemu: fip.bin at 256 KiB
-    (bad / "qemu_fw.bios").write_bytes(bytes(bios) + (tmp_path / "fip.bin").read_bytes())
-    shutil.copy(images / "qemu-aarch64-boot.pkg", bad)
+    # U-Boot (BL33) loads the payload from the firmware FIT on the virtio disk: a twin output
+    # dir whose FIT carries the bad payload with matching hashes, so U-Boot starts it.
+    shutil.copytree(result.outdir, tmp_path / "out", symlinks=True)
+    (tmp_path / "out" / "images" / "bl33.bin").write_bytes(bytes(bl33))
+    builds.rebuild_disk(tmp_path / "out")
     run = qemu.run(boards.get("qemu-aarch64"), tmp_path / "out", timeout=30, echo=lambda s: None)
     assert any(l.startswith("lz4: .rodata expand failure fffffff") for l in run.lines), run.lines
     assert not any(l.startswith("seedfw payload ") for l in run.lines), run.lines
@@ -217,12 +213,14 @@ def test_rk3588_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
 
 @pytest.mark.slow
 def test_compression_json_and_manifest_roles(qemu_aarch64_build, rk3588_build):
-    for result, owners, boot in ((qemu_aarch64_build, ["tfa", "payload"],
-                                  {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}),
-                                 (rk3588_build, ["tfa"], {"rk3588.itb"})):
+    # boot: what the packages declare (seedfw.packages.BootArtifact); rk3588's U-Boot images too
+    uboot = {"u-boot-rockchip.bin", "u-boot-rockchip-spi.bin", "idbloader.img", "u-boot.itb"}
+    for result, owners, boot, image in ((qemu_aarch64_build, ["tfa", "payload"],
+                                         {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}, "qemu_fw.bios"),
+                                        (rk3588_build, ["tfa"], {"rk3588.itb"} | uboot,
+                                         "rk3588.itb")):
         doc = json.loads((result.outdir / "compression.json").read_text())
         assert [s["owner"] for s in doc["sections"]] == owners
-        image = next(iter(boot - {"qemu-aarch64-boot.pkg"}))
         for s in doc["sections"]:
             assert s["name"] == ".rodata" and s["image"] == image and s["blocks"] == 1
             assert s["net_gain"] == s["no_dict"] - s["with_dict"] - s["dict_stored"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from c_layout import c_layout, c_macros
@@ -155,11 +157,17 @@ def test_invoke_counters_qemu_aarch64_json(qemu_aarch64_build):
     out = qemu_aarch64_build.outdir
     proc = invoke("counters", "--board", "qemu-aarch64", "--output", out, "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
-    values = json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)
     printed = _uart_stats(out / "logs" / "counters.log")
-    assert set(values) == set(printed) | {"address"}
-    values.pop("address")
-    assert values == printed
+    values = {**doc["readings"], **doc["settings"]}
+    assert set(values) == set(printed) | {"address", "elf", "symbol"}
+    assert set(doc["settings"]) == {"version", "address", "cycle_hz", "elf", "symbol"}
+    assert {k: v for k, v in values.items() if k in printed} == printed
+    # read in QEMU this command started: emulated, with its version and machine
+    prov = doc["provenance"]
+    assert (prov["source"], prov["started_by_seedfw"], prov["machine"].split(",")[0]) == \
+        ("emulated", True, "virt")
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?", prov["qemu_version"])
 
 
 @pytest.mark.slow
@@ -184,3 +192,102 @@ def _cmdline_mentions(proc_dir, text: str) -> bool:
         return text.encode() in (proc_dir / "cmdline").read_bytes()
     except OSError:                 # the process ended while we looked
         return False
+
+
+# ---- provenance (issue 11): counters say where they came from; settings are not readings -----
+
+def test_invoke_counters_recorded_json_carries_provenance():
+    """The repo's recording is SYNTHETIC and says so; the JSON carries that, and the settings
+    (interval, DDR type, burst length) are apart from the readings."""
+    import json
+
+    from cli import invoke
+
+    proc = invoke("counters", "--board", "rk3588", "--recorded", RECORDED, "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert set(doc) == {"provenance", "settings", "readings"}
+    prov = doc["provenance"]
+    assert (prov["source"], prov["synthetic"], prov["file"]) == \
+        ("recorded", True, "tests/data/rk3588_dfi_recorded.yaml")
+    assert prov["recording"]["synthetic"] is True and "not captured from hardware" in \
+        prov["recording"]["how"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", prov["when"])
+    assert {"interval_ms", "ddr_type", "burst_length", "bus_width"} <= set(doc["settings"])
+    assert set(doc["readings"]) == {"channels", "total"}
+    assert doc["readings"]["total"]["read_bytes"] == (2000 + 100 + 200) * 64
+
+
+def test_invoke_counters_recorded_text_says_synthetic():
+    from cli import invoke
+
+    proc = invoke("counters", "--board", "rk3588", "--recorded", RECORDED)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("provenance           recorded, synthetic: ")
+    settings = lines.index("settings (configuration and identifiers, not measurements):")
+    assert any(l.split() == ["interval_ms", "100"] for l in lines[settings:])
+    assert not any(l.startswith("interval_ms") for l in lines[:settings])
+
+
+def test_recording_without_provenance_loads_as_unknown(tmp_path):
+    from seedfw.counters import provenance
+
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(re.sub(r"(?ms)^provenance:\n(  .*?\n)+", "", RECORDED.read_text()))
+    reader = dfi.load_recording(bare)
+    assert reader.provenance is None
+    prov = provenance.recorded(bare, reader.provenance)
+    assert (prov["source"], prov["synthetic"]) == ("recorded", None)
+    assert provenance.label(prov) == "recorded, provenance unknown"
+    assert provenance.label(None) == "provenance unknown"
+    assert provenance.label(provenance.recorded(RECORDED, dfi.load_recording(RECORDED).provenance)) \
+        == "recorded, synthetic"
+
+
+def test_recording_provenance_is_checked(tmp_path):
+    text = RECORDED.read_text()
+    cases = {
+        "  synthetic: true\n": ("  synthetic: maybe\n", "field 'provenance.synthetic': expected "
+                                                         "boolean, got str 'maybe'"),
+        "  by: ": ("  author: ", "unknown field 'provenance.author'"),
+    }
+    for old, (new, message) in cases.items():
+        p = tmp_path / "r.yaml"
+        p.write_text(text.replace(old, new))
+        with pytest.raises(SeedfwError) as err:
+            dfi.load_recording(p)
+        assert err.value.message == message and err.value.field.startswith("line ")
+    # a capture from hardware (synthetic: false) must say where and when
+    p.write_text(text.replace("  synthetic: true\n", "  synthetic: false\n")
+                 .replace('  when: "2026-11-30"\n', ""))
+    with pytest.raises(SeedfwError, match="missing required field 'provenance.when'"):
+        dfi.load_recording(p)
+    p.write_text(text.replace("  synthetic: true\n", "  synthetic: false\n")
+                 .replace("where: no board (written by hand)", "where: rk3588-evb1 no. 3"))
+    from seedfw.counters import provenance
+    prov = provenance.recorded(p, dfi.load_recording(p).provenance)
+    assert provenance.label(prov) == "recorded on rk3588-evb1 no. 3, 2026-11-30"
+
+
+def test_live_and_emulated_labels():
+    from seedfw.counters import provenance
+
+    live = provenance.live("cmsisdap:0001", "rk3588")
+    assert provenance.label(live) == "live, probe cmsisdap:0001" and live["source"] == "live"
+    mcu = provenance.emulated(boards.get("mps2-an385"), "pyOCD qemu plug-in", target="qemu:auto")
+    assert re.fullmatch(r"emulated in QEMU \d+\.\d+(\.\d+)?, mps2-an385", provenance.label(mcu))
+    assert "not from a chip" in mcu["note"]
+    assert provenance.label({"source": "guessed"}) == "provenance unknown"
+
+
+def test_document_splits_settings_from_readings():
+    board = boards.get("rk3588")
+    src = dfi.Rk3588DfiCounters(board, sleep=lambda s: None)
+    values = src.sample(dfi.load_recording(RECORDED))
+    doc = src.document(values, {"source": "recorded"})
+    assert "interval_ms" not in doc["readings"] and "ddr_type" not in doc["readings"]
+    assert doc["settings"]["interval_ms"] == 100 and doc["settings"]["ddr_type"] == "lpddr4x"
+    assert doc["settings"]["map"] == "board/rk3588/counters.yaml"
+    stats = stats_block.StatsBlockCounters.SETTINGS
+    assert {"version", "address", "cycle_hz"} == stats

@@ -154,6 +154,31 @@ def test_inspect_cli_good_image(rk3588_images):
     assert "all hashes ok" in proc.stdout and "model-yolov8s" in proc.stdout
 
 
+SYNTHETIC_MODELS = ["yolov8s", "mobilenet_v2", "face_detect"]   # what their own metadata says
+
+
+@pytest.mark.parametrize("suffix", [".itb", ".pkg"])
+def test_inspect_flags_synthetic_models(rk3588_images, suffix):
+    """The rk3588 image carries the board's filler blobs: inspect flags them (from the blobs'
+    metadata, read back out of the image), in the table, the notes, the CLI and its JSON."""
+    import json
+
+    prefix = "model-" if suffix == ".itb" else ""
+    report = inspect(rk3588_images[suffix])
+    flagged = [r.name for r in report.rows if r.synthetic]
+    assert flagged == [prefix + n for n in SYNTHETIC_MODELS]
+    assert all("SYNTHETIC" in r.detail for r in report.rows if r.synthetic)
+    assert not any("SYNTHETIC" in r.detail for r in report.rows if not r.synthetic)
+    assert any(n.startswith("3 model blob(s) are SYNTHETIC") for n in report.notes)
+    proc = invoke("inspect", rk3588_images[suffix])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("SYNTHETIC") >= 4 and "warning: 3 model blob(s) are SYNTHETIC" in \
+        " ".join(proc.stdout.split())
+    doc = json.loads(invoke("inspect", rk3588_images[suffix], "--json").stdout)
+    assert doc["synthetic"] == flagged
+    assert [r["name"] for r in doc["rows"] if r["synthetic"]] == flagged
+
+
 def test_fit_is_reproducible(tmp_path):
     es = sample_entries()[:2]
     env_before = os.environ.get("SOURCE_DATE_EPOCH")
@@ -282,6 +307,7 @@ def test_compressed_models_round_trip(tmp_path):
         assert report.ok, report.rows
         row = next(r for r in report.rows if r.name.endswith("mobilenet_v2"))
         assert row.size == len(original) and row.stored_size < row.size and "lz4 ok" in row.detail
+        assert row.synthetic        # recognised inside the lz4 container too
         yolo_row = next(r for r in report.rows if r.name.endswith("yolov8s"))
         assert yolo_row.size == yolo_row.stored_size
     pkg_blob = next(p for p in paths if p.suffix == ".pkg").read_bytes()

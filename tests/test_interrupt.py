@@ -99,8 +99,11 @@ def test_sigint_during_tfa_compile_keeps_previous_images_and_next_build_complete
 
     assert proc.returncode == 130, (stdout, stderr)
     assert stderr.splitlines() == ["interrupted"], stderr          # one line, no traceback
-    assert steps(out) == {"tfa.fetch": "skipped", "tfa.extract": "skipped",
-                          "tfa.build": "interrupted"}
+    recorded = steps(out)
+    assert {k: recorded.pop(k, None) for k in ("tfa.fetch", "tfa.extract", "tfa.build")} == \
+        {"tfa.fetch": "skipped", "tfa.extract": "skipped", "tfa.build": "interrupted"}
+    # steps that do not depend on TF-A (U-Boot's cached compile, the maskrom loader) were up to date
+    assert set(recorded.values()) <= {"skipped"}, recorded
     assert not (out / "stamps" / "tfa.build.stamp").exists()
     assert processes_mentioning(str(out)) == []                   # make and its compilers are gone
     assert hashes(out / "images") == images_before

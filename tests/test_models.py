@@ -44,9 +44,105 @@ def test_64_byte_header_versions(tmp_path, version):
     assert blob[64:74] == b"W" * 10
 
 
-@pytest.mark.parametrize("version", [7, 0x1001, 0x1005])
-def test_versions_outside_ranges_use_24_bytes(tmp_path, version):
-    assert check(tmp_path, models_synth.rknn(version, b"x")).header_size == 24
+# ---------------------------------------------------------------- hand-written RKNN fixtures
+# Written field by field from the published description of the RKNN container, not with
+# models_synth (which shares models.rknn_header_size with the parser under test). Source:
+# Netron's RKNN reader, lutzroeder/netron source/rknn.js, rknn.Container.read (commit
+# 04181107f143672f3ce4a3bc8f3138e523f7c60a), whose version list Rockchip's own airockchip
+# account updated (https://github.com/lutzroeder/netron/pull/1099, "RKNN Version update to 4"):
+#   offset 0x00  "RKNN"                signature (the reader skips 8 bytes: 4 signature + 4 pad)
+#   offset 0x08  u64 little-endian     container version
+#   offset 0x10  u64 little-endian     data_size
+#   offset 0x18  40 bytes              only for versions 2..6 and 0x1002..0x1004 (and data_size
+#                                      > 0); versions 1 and 0x1001 have none; any other version
+#                                      is "Unsupported RKNN container version"
+#   then         data_size bytes       model data
+#   then         u64 little-endian     json_size, then json_size bytes of JSON
+# A file starting "CYPTRKNN" is an encrypted model (undocumented content).
+
+HAND_V6 = (
+    b"RKNN"                                      # 0x00 signature
+    + b"\x00\x00\x00\x00"                        # 0x04 pad
+    + b"\x06\x00\x00\x00\x00\x00\x00\x00"        # 0x08 version 6 (u64 LE)
+    + b"\x05\x00\x00\x00\x00\x00\x00\x00"        # 0x10 data_size 5 (u64 LE)
+    + b"\x00" * 40                               # 0x18 40 header bytes (version 2..6): 64 total
+    + b"\xde\xad\xbe\xef\x01"                    # 0x40 model data, 5 bytes
+    + b"\x0d\x00\x00\x00\x00\x00\x00\x00"        # 0x45 json_size 13 (u64 LE)
+    + b'{"name":"hw"}'                           # 0x4d JSON, 13 bytes; file ends at 0x5a
+)
+
+HAND_V1 = (
+    b"RKNN\x00\x00\x00\x00"                        # 0x00 signature + pad
+    + b"\x01\x00\x00\x00\x00\x00\x00\x00"        # 0x08 version 1: no 40-byte block
+    + b"\x03\x00\x00\x00\x00\x00\x00\x00"        # 0x10 data_size 3
+    + b"abc"                                     # 0x18 model data
+    + b"\x02\x00\x00\x00\x00\x00\x00\x00"        # 0x1b json_size 2
+    + b"{}"                                      # 0x23 JSON; file ends at 0x25
+)
+
+
+def test_hand_written_v6_fields(tmp_path):
+    assert len(HAND_V6) == 0x5A
+    info = check(tmp_path, HAND_V6)
+    assert (info.version, info.header_size, info.data_size, info.json_size, info.encrypted) == \
+        (6, 64, 5, 13, False)
+    assert info.meta == {"name": "hw"}
+    assert HAND_V6[info.header_size:info.header_size + info.data_size] == b"\xde\xad\xbe\xef\x01"
+
+
+def test_hand_written_v1_fields(tmp_path):
+    assert len(HAND_V1) == 0x25
+    info = check(tmp_path, HAND_V1)
+    assert (info.version, info.header_size, info.data_size, info.json_size, info.meta) == \
+        (1, 24, 3, 2, {})
+
+
+@pytest.mark.parametrize("version, header", [(0x1001, 24), (2, 64), (3, 64), (4, 64), (5, 64),
+                                             (0x1002, 64), (0x1003, 64), (0x1004, 64)])
+def test_hand_written_every_listed_version(tmp_path, version, header):
+    pad = b"\x00" * (header - 24)
+    blob = (b"RKNN\x00\x00\x00\x00" + version.to_bytes(8, "little") + (1).to_bytes(8, "little")
+            + pad + b"Z" + (2).to_bytes(8, "little") + b"{}")
+    info = check(tmp_path, blob)
+    assert (info.version, info.header_size, info.data_size) == (version, header, 1)
+
+
+def test_hand_written_corruptions_rejected(tmp_path):
+    def patched(at: int, new: bytes) -> bytes:
+        return HAND_V6[:at] + new + HAND_V6[at + len(new):]
+
+    # Signature
+    assert rejected(tmp_path, patched(0x00, b"RKNM")).field == "offset 0x0"
+    # data_size one larger: the JSON length is read one byte late (at 0x46), and is absurd
+    err = rejected(tmp_path, patched(0x10, b"\x06"))
+    assert err.field == "offset 0x46" and err.message.startswith("JSON length 88630840666651361")
+    # data_size far too large
+    assert rejected(tmp_path, patched(0x10, b"\x00\x10")).message.startswith(
+        "data_size 4096 disagrees with the file length 90")
+    # json_size one short: a byte left over after the JSON
+    assert rejected(tmp_path, patched(0x45, b"\x0c")).message == (
+        "JSON length 12 disagrees with the file length 90 (the JSON would end at 89)")
+    # Version 6 changed to 1 (no 40-byte block): the JSON length is read at 0x18 + 5 = 0x1d,
+    # inside the zero block; and version 1 changed to 6: too short for a 64-byte header
+    assert (rejected(tmp_path, patched(0x08, b"\x01")).field,
+            rejected(tmp_path, patched(0x08, b"\x01")).message) == (
+        "offset 0x1d", "JSON length 0 disagrees with the file length 90 (the JSON would end at 37)")
+    assert rejected(tmp_path, HAND_V1[:8] + b"\x06" + HAND_V1[9:]).message.startswith(
+        "truncated: 37 bytes is shorter than the 64-byte header")
+    # JSON damaged
+    assert rejected(tmp_path, patched(0x4D, b"[")).message.startswith(
+        "trailing model JSON does not parse")
+
+
+@pytest.mark.parametrize("version", [0, 7, 0x1000, 0x1005, 0x2006, 1 << 32])
+def test_unlisted_versions_rejected(tmp_path, version):
+    """Netron's reader throws "Unsupported RKNN container version" for these; so do we (we used
+    to guess a 24-byte header for them)."""
+    blob = HAND_V1[:8] + version.to_bytes(8, "little") + HAND_V1[16:]
+    err = rejected(tmp_path, blob)
+    assert (err.field, err.message) == ("offset 0x8", f"unsupported RKNN container version "
+                                        f"{version} (0x{version:x}); known: 1, 2..6, "
+                                        f"0x1001..0x1004")
 
 
 def test_encrypted_is_accepted_and_flagged(tmp_path):
@@ -184,3 +280,64 @@ def test_for_build_follows_kconfig():
     assert models.for_build(b, {"MODELS": False}) == []
     ms = models.for_build(b, {"MODELS": True, "MODEL_MANIFEST": "board/$(SEEDFW_BOARD)/models.yaml"})
     assert [m.name for m in ms] == ["yolov8s", "mobilenet_v2", "face_detect", "labels"]
+
+
+# ---- synthetic blobs are flagged from their own metadata (issue 11) ---------------------------
+
+def test_synthetic_marker_reads_the_blob_not_the_name():
+    assert models.synthetic_marker("rknn", models_synth.rknn(6, b"w" * 64)) == \
+        "RKNN JSON synthetic=true"
+    assert models.synthetic_marker("onnx", models_synth.onnx_empty_graph("g")) == \
+        "ONNX producer seedfw-synth"
+    # negative controls: RKNN whose JSON says it is real, another producer, raw, encrypted
+    assert models.synthetic_marker("rknn", models_synth.rknn(6, b"w", {"synthetic": False})) is None
+    other = models_synth.onnx_empty_graph("g").replace(b"seedfw-synth", b"pytorch-2.1")
+    assert models.synthetic_marker("onnx", other) is None
+    assert models.synthetic_marker("raw", b"person\n") is None
+    assert models.synthetic_marker("rknn", models_synth.rknn_encrypted(b"\x8f" * 40)) is None
+
+
+def test_manifest_flags_synthetic_blobs_whatever_their_names(tmp_path):
+    p = manifest(tmp_path, "models:\n  - {name: production_net, path: a.rknn, type: rknn}\n"
+                           "  - {name: yolov8s, path: b.rknn, type: rknn}\n",
+                 {"a.rknn": models_synth.rknn(1, b"x" * 32),
+                  "b.rknn": models_synth.rknn(1, b"x" * 32, {"synthetic": False})})
+    ms = models.load_manifest(p)
+    assert [(m.name, bool(m.synthetic)) for m in ms] == [("production_net", True),
+                                                         ("yolov8s", False)]
+    assert models.synthetic_summary(ms) == ("1 of 2 model blobs are SYNTHETIC (filler, not "
+                                            "runnable models): production_net")
+    rk = models.load_manifest(boards.get("rk3588").dir / "models.yaml")
+    assert [m.name for m in rk if m.synthetic] == ["yolov8s", "mobilenet_v2", "face_detect"]
+
+
+def test_invoke_models_prints_synthetic():
+    from cli import invoke
+
+    proc = invoke("models", "--board", "rk3588")
+    assert proc.returncode == 0, proc.stderr
+    lines = {l.split()[0]: l for l in proc.stdout.splitlines() if l and not l.startswith(
+        ("warning", "4 models"))}
+    for name in ("yolov8s", "mobilenet_v2", "face_detect"):
+        assert "SYNTHETIC filler" in lines[name], lines[name]
+    assert "SYNTHETIC" not in lines["labels"]
+    assert proc.stdout.splitlines()[-1] == ("warning: 3 of 4 model blobs are SYNTHETIC (filler, "
+                                            "not runnable models): yolov8s, mobilenet_v2, "
+                                            "face_detect")
+
+
+def test_build_summary_line_flags_synthetic_models(tmp_path):
+    """The line `invoke build` prints after a board's build (cli/build.py), on a configured
+    output directory's config.json; no build needed."""
+    import json
+    from types import SimpleNamespace
+
+    from seedfw.cli.build import _models_line
+
+    (tmp_path / "config.json").write_text(json.dumps({
+        "MODELS": True, "MODEL_MANIFEST": "board/rk3588/models.yaml"}))
+    line = _models_line(SimpleNamespace(outdir=tmp_path, board="rk3588"))
+    assert line.startswith("  models  4 blobs, ") and "[bold yellow]3 of 4 model blobs are " \
+        "SYNTHETIC (filler, not runnable models): yolov8s, mobilenet_v2, face_detect[/]" in line
+    (tmp_path / "config.json").write_text(json.dumps({"MODELS": False}))
+    assert _models_line(SimpleNamespace(outdir=tmp_path, board="rk3588")) is None

@@ -148,7 +148,7 @@ def qemu_verifier(tmp_path_factory):
 
 def boot(elf, pkg_path):
     proc = subprocess.run(
-        ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a57", "-m", "1024", "-nographic",
+        ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a57", "-m", "1024", "-nographic", "-nic", "none",
          "-monitor", "none", "-semihosting-config", "enable=on,target=native", "-kernel", str(elf),
          "-device", f"loader,file={pkg_path},addr={PKG_ADDR:#x}"],
         capture_output=True, text=True, timeout=60)

@@ -52,3 +52,21 @@ def test_rom_table_entries_point_at_scs_and_fpb():
     targets = [(base + (e & 0xFFFFF000)) & 0xFFFFFFFF for e in debug_regs.ROM_ENTRIES if e]
     assert targets == [debug_regs.SCS_BASE, debug_regs.FPB_BASE]
     assert debug_regs.ROM_ENTRIES[-1] == 0  # end marker
+
+
+def test_counters_through_the_qemu_plugin_are_emulated_not_live():
+    """Issue 11: pyOCD reaches QEMU through this plug-in; counters read that way are emulated
+    (with QEMU's version when seedfw started it), and only a real probe gives 'live'."""
+    import re
+
+    from seedfw import boards
+    from seedfw.counters import provenance
+
+    board = boards.get("mps2-an385")
+    started = provenance.through_pyocd(board, "qemu:127.0.0.1:4321", "seedfw_mps2_an385", True)
+    assert started["source"] == "emulated" and started["started_by_seedfw"] is True
+    assert re.fullmatch(r"emulated in QEMU \d+\.\d+(\.\d+)?, mps2-an385", provenance.label(started))
+    running = provenance.through_pyocd(board, "QEMU:localhost:3333", None, False)
+    assert provenance.label(running) == "emulated in QEMU (version unknown), mps2-an385"
+    live = provenance.through_pyocd(board, "cmsisdap:0240000032044e45", "stm32f4", False)
+    assert (live["source"], provenance.label(live)) == ("live", "live, probe cmsisdap:0240000032044e45")

@@ -107,9 +107,12 @@ def test_labels_computed_estimated_measured(full, outdirs):
     assert report["bandwidth"]["models"]["per_second"]["uncompressed"]["kind"] == "estimated"
     assert report["images"]["items"][0]["size"]["kind"] == "computed"
     md = paths["md"].read_text()
+    # host_counters writes a flat file without provenance: measured, but never plain measured.
+    assert all(c["provenance"]["source"] == "unknown" for c in counters)
     for c in counters:
         assert re.search(rf"\| counter {re.escape(c['name'])} \| {c['value']:,} \| \S+ \| "
-                         rf"\*\*measured\*\* \|", md)
+                         rf"\*\*measured \(provenance unknown\)\*\* \|", md)
+    assert "**measured** |" not in md
     assert re.search(r"\| boot total: decompression cycles \| [\d,]+ \| cycles \| "
                      r"\*\*estimated\*\* \|", md)
     html_text = paths["html"].read_text()
@@ -249,3 +252,176 @@ def test_report_on_real_board_build(tmp_path_factory, board):
     assert any(e["file"] == "bl31.elf" for e in data["elfs"]["items"])
     page = (outdir / "report" / "report.html").read_text()
     assert "http://" not in page and "https://" not in page and "<svg" in page
+    if board == "rk3588":   # the default image ships synthetic model blobs: every format says so
+        models = data["bandwidth"]["models"]
+        assert models["synthetic_models"] == ["yolov8s", "mobilenet_v2", "face_detect"]
+        md = (outdir / "report" / "report.md").read_text()
+        assert "**estimated (for synthetic filler model blobs)**" in md
+        assert 'data-synthetic="filler model blobs"' in page
+
+
+# ---- provenance: every measured figure says where it came from (issue 11) --------------------
+
+def recorded_counters(tmp_path, provenance=None):
+    """`invoke counters --board rk3588 --recorded <the repo's SYNTHETIC test data>` as a file
+    (the Python entry the task calls), optionally with its provenance replaced."""
+    from seedfw import boards
+    from seedfw.counters import source_class
+    from seedfw.counters.readback import read_dfi
+    from seedfw.paths import ROOT
+
+    board = boards.get("rk3588")
+    doc = read_dfi(board, source_class(board.counters), None,
+                   ROOT / "tests" / "data" / "rk3588_dfi_recorded.yaml", None)
+    if provenance is not None:
+        doc["provenance"] = provenance
+    path = tmp_path / "counters.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def bandwidth_md_rows(md: str) -> dict[str, list[str]]:
+    return {row[0]: row for row in md_table(md, "## Bandwidth")}
+
+
+def test_recorded_synthetic_counters_never_read_as_plain_measured(outdirs, tmp_path):
+    counters = recorded_counters(tmp_path)
+    report = build_report(outdirs["new"], counters=counters)
+    json_out.validate(report)
+    md, page = markdown.render(report), html.render(report)
+    measured = report["bandwidth"]["measured"]
+    assert measured["provenance"]["label"] == "recorded, synthetic"
+    assert measured["provenance"]["synthetic"] is True
+    figs = measured["counters"]
+    assert {f["name"] for f in figs} >= {"total.read_bytes", "channels.1.write_bytes"}
+    assert all(f["provenance"]["synthetic"] and f["synthetic"] == "register values"
+               for f in figs)
+    rows = bandwidth_md_rows(md)
+    assert rows["counter total.read_bytes"][1:4] == ["147,200", "bytes",
+                                                     "**measured (recorded, synthetic)**"]
+    for f in figs:
+        assert rows[f"counter {f['name']}"][3] == "**measured (recorded, synthetic)**"
+    assert "| **measured** |" not in md         # the kind cell is never bare
+    # settings are not measurements: no figure, no row; listed apart as settings
+    assert not any(name.endswith(("interval_ms", "ddr_type", "burst_length"))
+                   for name in [f["name"] for f in figs])
+    assert not any("interval_ms" in label for label in rows)
+    assert measured["settings"]["interval_ms"] == 100
+    settings_line = next(l for l in md.splitlines() if l.startswith("- counter settings"))
+    assert "not measurements" in settings_line and "interval_ms = 100" in settings_line
+    # the recording's own provenance is printed, and the notes warn
+    assert "recording tests/data/rk3588_dfi_recorded.yaml: constructed by hand" in md
+    assert any("SYNTHETIC recorded register values" in n for n in report["notes"])
+    assert page.count(">measured (recorded, synthetic)</span>") == len(figs)
+    assert ">measured</span>" not in page
+
+
+def test_live_counters_render_as_measured_live(outdirs, tmp_path):
+    """Negative control: the same readings with a live provenance render as measured (live …)
+    and nothing says synthetic."""
+    prov = {"source": "live", "how": "read through a debug probe", "probe": "cmsisdap:0001",
+            "target": "rk3588", "host": "bench-1", "when": "2026-11-30T10:00:00+00:00"}
+    report = build_report(outdirs["new"], counters=recorded_counters(tmp_path, prov))
+    json_out.validate(report)
+    md = markdown.render(report)
+    rows = bandwidth_md_rows(md)
+    assert rows["counter total.read_bytes"][3] == "**measured (live, probe cmsisdap:0001)**"
+    assert "synthetic" not in json.dumps(report["bandwidth"]["measured"]["counters"]).replace(
+        '"synthetic": false', "")
+    assert not any("measured" in n for n in report["notes"])
+
+
+def test_recording_without_provenance_is_unknown_never_live(outdirs, tmp_path):
+    from seedfw import boards
+    from seedfw.counters import source_class
+    from seedfw.counters.readback import read_dfi
+    from seedfw.paths import ROOT
+
+    text = (ROOT / "tests" / "data" / "rk3588_dfi_recorded.yaml").read_text()
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(re.sub(r"(?ms)^provenance:\n(  .*?\n)+", "", text))
+    assert "provenance:" not in bare.read_text() and "reads:" in bare.read_text()
+    board = boards.get("rk3588")
+    doc = read_dfi(board, source_class(board.counters), None, bare, None)
+    assert doc["provenance"]["source"] == "recorded" and doc["provenance"]["recording"] is None
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    md = markdown.render(build_report(outdirs["new"], counters=path))
+    assert bandwidth_md_rows(md)["counter total.read_bytes"][3] == \
+        "**measured (recorded, provenance unknown)**"
+    assert "live" not in bandwidth_md_rows(md)["counter total.read_bytes"][3]
+
+
+def test_emulated_counters_say_qemu(outdirs, tmp_path):
+    from seedfw import boards
+    from seedfw.counters import provenance
+
+    prov = provenance.emulated(boards.get("qemu-aarch64"), "stats block through the GDB stub")
+    version = provenance.qemu_version("qemu-system-aarch64")
+    assert version and re.fullmatch(r"\d+\.\d+(\.\d+)?", version)
+    assert provenance.label(prov) == f"emulated in QEMU {version}, virt"
+    doc = {"provenance": prov, "settings": {"cycle_hz": 62500000},
+           "readings": {"bytes_decompressed": 4096, "cycles": 123456}}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    report = build_report(outdirs["new"], counters=path)
+    json_out.validate(report)
+    md = markdown.render(report)
+    assert bandwidth_md_rows(md)["counter cycles"][3] == \
+        f"**measured (emulated in QEMU {version}, virt)**"
+    assert "counter cycle_hz" not in bandwidth_md_rows(md)        # a setting, not a reading
+    assert any("emulator" in n and "not from a chip" in n for n in report["notes"])
+    # a QEMU this command did not start: its version is not claimed
+    other = provenance.emulated(boards.get("qemu-aarch64"), "x", target="qemu:h:1", started=False)
+    assert provenance.label(other) == "emulated in QEMU (version unknown), virt"
+
+
+def test_schema_requires_provenance_on_measured_figures(outdirs, tmp_path):
+    report = build_report(outdirs["new"], counters=recorded_counters(tmp_path))
+    broken = json.loads(json.dumps(report))
+    del broken["bandwidth"]["measured"]["counters"][0]["provenance"]
+    with pytest.raises(SeedfwError, match="bandwidth/measured/counters/0"):
+        json_out.validate(broken)
+    broken = json.loads(json.dumps(report))
+    broken["bandwidth"]["measured"]["counters"][0]["provenance"]["source"] = "guessed"
+    with pytest.raises(SeedfwError):
+        json_out.validate(broken)
+
+
+def test_counters_with_bad_provenance_are_rejected(outdirs, tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"provenance": {"source": "measured"}, "readings": {"a": 1}}))
+    with pytest.raises(SeedfwError) as err:
+        build_report(outdirs["new"], counters=path)
+    assert err.value.line().endswith("c.json: provenance.source: 'measured' is not one of live, "
+                                     "recorded, emulated")
+
+
+def test_synthetic_model_blobs_are_flagged_in_all_three_formats(outdirs, tmp_path):
+    """A filler blob (seedfw.models_synth) among the models: the model DDR figures say they are
+    for filler; the real blob next to it is not flagged."""
+    from seedfw import models_synth
+
+    out = tmp_path / "out"
+    shutil.copytree(outdirs["new"], out, ignore=shutil.ignore_patterns("report"))
+    (out / "models" / "detector.rknn").write_bytes(models_synth.rknn(6, models_synth.filler(512, 7)))
+    report = build_report(out)
+    json_out.validate(report)
+    m = report["bandwidth"]["models"]
+    assert m["synthetic_models"] == ["detector.rknn"]
+    assert {i["name"]: i["synthetic"] for i in m["items"]} == {"detector.rknn": True,
+                                                               "kernel.raw": False}
+    for f in list(m["per_inference"].values()) + list(m["per_second"].values()):
+        assert f["synthetic"] == "filler model blobs" and "SYNTHETIC filler" in f["note"]
+    md, page = markdown.render(report), html.render(report)
+    rows = bandwidth_md_rows(md)
+    assert rows["model DDR read per second, uncompressed"][3] == \
+        "**estimated (for synthetic filler model blobs)**"
+    assert "1 of 2 model blobs are SYNTHETIC filler (detector.rknn)" in md
+    assert page.count('data-synthetic="filler model blobs"') == \
+        len(m["per_inference"]) + len(m["per_second"])
+    assert "SYNTHETIC filler" in json_out.render(report)
+    # negative control: the same directory without the filler blob flags nothing
+    plain = build_report(outdirs["new"])
+    assert plain["bandwidth"]["models"]["synthetic_models"] == []
+    assert "synthetic" not in markdown.render(plain).split(markdown.KINDS_LINE)[1].lower()

@@ -20,6 +20,7 @@ def test_registry_maps_board_backend():
 def test_command_lines(tmp_path):
     runner = RockusbRunner(boards.get("rk3588"), loader=tmp_path / "loader.bin")
     img = tmp_path / "idbloader.img"
+    img.write_bytes(b"RKNS" + bytes(2044))          # an idblock image: sector 64 by default
     assert runner.commands(img) == [["rkdeveloptool", "db", str(tmp_path / "loader.bin")],
                                     ["rkdeveloptool", "wl", "64", str(img)],
                                     ["rkdeveloptool", "rd"]]
@@ -38,6 +39,6 @@ def test_no_device_error_from_real_tool(tmp_path):
     loader.write_bytes(b"\0" * 512)
     img.write_bytes(b"\0" * 512)
     with pytest.raises(SeedfwError) as err:
-        RockusbRunner(boards.get("rk3588"), loader=loader, log=lambda *_: None).flash(img)
+        RockusbRunner(boards.get("rk3588"), loader=loader, sector=64, log=lambda *_: None).flash(img)
     assert err.value.line() == ("usb: no Rockchip device in maskrom mode on USB (hold the maskrom key and "
                                 "power-cycle the board)")

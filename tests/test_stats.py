@@ -141,10 +141,20 @@ def test_symbols_equal_nm(builds, arch):
                 for l in _run(prefix + "nm", "-S", "--size-sort", str(path)).splitlines())
     st = stats.read_elf(path)
     assert sorted((r[0], r[1]) for r in st["symbols"]) == nm
-    assert st["top_symbols"][".rodata"][0] == dict(name="lut", size=1024,
-                                                    address=st["top_symbols"][".rodata"][0]["address"],
+    # Addresses, types and binding from binutils too (nm -S: "address size class name"; class
+    # R/r = read-only data, B/b = bss, upper case = global), not from seedfw's own output.
+    listed = {}
+    for line in _run(prefix + "nm", "-S", str(path)).splitlines():
+        parts = line.split()
+        if len(parts) == 4:
+            listed[parts[3]] = (int(parts[0], 16), int(parts[1], 16), parts[2])
+    lut_address, lut_size, lut_class = listed["lut"]
+    assert (lut_size, lut_class) == (1024, "R")
+    assert st["top_symbols"][".rodata"][0] == dict(name="lut", size=1024, address=lut_address,
                                                     type="OBJECT", bind="GLOBAL")
-    assert st["top_symbols"][".bss"][0]["name"] == "scratch"
+    scratch = st["top_symbols"][".bss"][0]
+    assert (scratch["name"], scratch["address"], scratch["size"]) == \
+        ("scratch", listed["scratch"][0], 4096) and listed["scratch"][2] == "B"
 
 
 @pytest.mark.slow
@@ -265,23 +275,20 @@ def test_cli_stats_json_diff_and_error(builds, tmp_path):
         "bad.elf: not an ELF file (no \\x7fELF magic)")
 
 
-@pytest.fixture(scope="session")
-def board_builds(tmp_path_factory):
-    """The real board builds (TF-A BL1/BL2/BL31, our BL33 payload, the MCU image), shared
-    with the other slow tests through tests/builds.py."""
-    builds_mod = pytest.importorskip("builds", reason="tests/builds.py not in the tree")
-    return {name: builds_mod.build_board(name, tmp_path_factory)
-            for name in ("qemu-aarch64", "rk3588", "mps2-an385")}
+BOARD_BUILDS = {"qemu-aarch64": "qemu_aarch64_build", "rk3588": "rk3588_build",
+                "mps2-an385": "mps2_build"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("board", ["qemu-aarch64", "rk3588", "mps2-an385"])
-def test_real_firmware_elfs_equal_binutils(board_builds, board):
+@pytest.mark.parametrize("board", list(BOARD_BUILDS))
+def test_real_firmware_elfs_equal_binutils(request, board):
+    """The real board builds (TF-A BL1/BL2/BL31, our BL33 payload, the MCU image): the session
+    fixtures of tests/conftest.py (tests/builds.py, imported plainly there: an ImportError or a
+    failed build is an error here, not a skip), shared with the other slow tests."""
     from seedfw.report import inputs
-    outdir = board_builds[board].outdir
+    outdir = request.getfixturevalue(BOARD_BUILDS[board]).outdir
     elfs = inputs.find_elfs(outdir)
-    if not elfs:
-        pytest.skip(f"{board}: the build produced no target ELF yet")
+    assert elfs, f"{board}: the build in {outdir} produced no target ELF"
     for path in elfs:
         st = stats.read_elf(path)
         check_against_binutils(path, TOOLS[st["elf"]["machine"]])

@@ -37,7 +37,7 @@
  * increased. Limit: a length can never exceed the remaining output, so stop as soon as it
  * does (this also bounds the loop and prevents size_t overflow on 32-bit targets).
  */
-static inline int read_length(const uint8_t **ipp, const uint8_t *iend, size_t *len, size_t limit)
+LZ4BLK_INLINE int read_length(const uint8_t **ipp, const uint8_t *iend, size_t *len, size_t limit)
 {
 	const uint8_t *ip = *ipp;
 	size_t l = *len;
@@ -57,11 +57,45 @@ static inline int read_length(const uint8_t **ipp, const uint8_t *iend, size_t *
 }
 
 /*
+ * Continue the period-8 pattern that ends at op (op[-8..-1] hold it) up to end. Bytes until
+ * op is a multiple of 8, then the word at op - 8 (aligned now, too) is stored with aligned
+ * 64-bit stores: one STR per 8 bytes even under -mstrict-align, where an unaligned 8-byte
+ * store would be 8 STRBs (and BL31 runs with the caches off: each is a bus transaction).
+ * wild: may store up to 7 bytes past end (caller has LZ4BLK_SLACK); else exact: stops at the
+ * last whole word and returns op for the caller's byte tail. The caller guarantees
+ * op - 8 >= start of the pattern.
+ */
+LZ4BLK_INLINE uint8_t *fill_period8(uint8_t *op, uint8_t *end, int wild)
+{
+	uint64_t v;
+
+	while (((uintptr_t)op & 7u) != 0) {
+		if (!wild && op == end)
+			return op;	/* never an aligned load from an unaligned op */
+		*op = op[-8];
+		op++;
+	}
+	v = lz4blk_load64_aligned(op - 8);
+	if (wild) {
+		while (op < end) {
+			lz4blk_store64_aligned(op, v);
+			op += 8;
+		}
+	} else {
+		while ((size_t)(end - op) >= 8) {
+			lz4blk_store64_aligned(op, v);
+			op += 8;
+		}
+	}
+	return op;
+}
+
+/*
  * Copy a match of `len` bytes at distance `offset` (< len allowed), exact: no byte past
  * op + len is written. Short distances are widened to a multiple >= 8 first (see below), so
  * long runs near the end of a block (zero padding!) still go 8 bytes at a time.
  */
-static inline void copy_match_exact(uint8_t *op, size_t offset, size_t len)
+LZ4BLK_INLINE void copy_match_exact(uint8_t *op, size_t offset, size_t len)
 {
 	const uint8_t *m = op - offset;
 	uint8_t *end = op + len;
@@ -83,13 +117,9 @@ static inline void copy_match_exact(uint8_t *op, size_t offset, size_t len)
 		while (op < stop)
 			*op++ = *m++;
 		m = op - dist;
-		if (dist == 8 && (size_t)(end - op) >= 8) {
-			/* period 1, 2, 4 or 8: one register holds the pattern; stores only */
-			uint64_t v = lz4blk_load64(m);
-			do {
-				lz4blk_store64(op, v);
-				op += 8;
-			} while ((size_t)(end - op) >= 8);
+		if (dist == 8) {
+			/* period 1, 2, 4 or 8 (zero padding!): aligned word stores */
+			op = fill_period8(op, end, 0);
 			m = op - 8;
 		}
 	}
@@ -107,7 +137,7 @@ static inline void copy_match_exact(uint8_t *op, size_t offset, size_t len)
  * For short offsets the pattern repeats with period `offset`, so any multiple of it is also a
  * valid distance: byte-copy until a multiple >= 8 is available, then copy 8 bytes at a time.
  */
-static inline void copy_match_wild(uint8_t *op, size_t offset, size_t len)
+LZ4BLK_INLINE void copy_match_wild(uint8_t *op, size_t offset, size_t len)
 {
 	const uint8_t *m = op - offset;
 	uint8_t *end = op + len;
@@ -133,14 +163,6 @@ static inline void copy_match_wild(uint8_t *op, size_t offset, size_t len)
 		} while (op < end);
 		return;
 	}
-	if (offset == 1) {
-		uint64_t v = (uint64_t)*m * 0x0101010101010101ull;
-		do {
-			lz4blk_store64(op, v);
-			op += 8;
-		} while (op < end);
-		return;
-	}
 	{
 		size_t dist = offset;
 		while (dist < 8)
@@ -151,12 +173,8 @@ static inline void copy_match_wild(uint8_t *op, size_t offset, size_t len)
 			*op++ = *m++;
 		m = op - dist;
 		if (dist == 8) {
-			/* period 2 or 4: one register holds the pattern; stores only */
-			uint64_t v = lz4blk_load64(m);
-			while (op < end) {
-				lz4blk_store64(op, v);
-				op += 8;
-			}
+			/* period 1, 2 or 4: aligned word stores (run-length fills, mostly zeros) */
+			fill_period8(op, end, 1);
 			return;
 		}
 		while (op < end) {

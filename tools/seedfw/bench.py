@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import boards, yamlfile
+from . import boards, paths, yamlfile
 from .errors import SeedfwError
 
 SCHEMA = {
@@ -79,10 +79,10 @@ class BenchEntry:
 
 
 def bench_file(path: str | os.PathLike | None) -> Path:
-    chosen = path or os.environ.get("SEEDFW_BENCH")
-    if not chosen:
+    chosen = Path(os.path.abspath(path)) if path else paths.env_path("SEEDFW_BENCH")
+    if chosen is None:
         raise SeedfwError("no bench file: pass --bench FILE or set SEEDFW_BENCH", None, "--bench")
-    return Path(chosen)
+    return chosen
 
 
 def load(path: str | os.PathLike | None = None) -> list[BenchEntry]:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, packages, util
+from . import __version__, packages, paths, util
 from . import config as config_mod
 from .plan import Plan
 from .report import stage as report_stage
@@ -24,6 +24,10 @@ from .report import stage as report_stage
 STAGES = [
     "seedfw.compress.stage",      # LZ4 section compression of built ELFs, compression.json
     "seedfw.images.steps",        # DVFS tables + hints, models, FIT / boot package
+    "seedfw.images.rockchip",     # rk3588: binman → u-boot-rockchip.bin & co., checked
+    "seedfw.buildroot.osimage",   # OS FIT (kernel + Buildroot initramfs) for U-Boot's "boot" part.
+    "seedfw.images.disk",         # GPT disk image (genimage) + .bmap
+    "seedfw.images.loader",       # rk3588: maskrom loader (rkdeveloptool db) from rkbin's recipe
 ]
 
 
@@ -48,8 +52,17 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
     Ctrl-C (KeyboardInterrupt) leaves the previous images, stamps and manifest of the interrupted
     steps as they were (see seedfw.plan) and propagates.
     """
-    started = time.monotonic()
     say = console.print if console is not None else (lambda *a, **k: None)
+    # One build per output directory at a time: two would compile into the same tree and read
+    # each other's half-written ELFs. The second waits, saying for whom.
+    outdir = paths.output_dir(board, output)
+    with util.file_lock(outdir / ".lock", f"output directory {_shown(outdir)}",
+                        say=(lambda m: say(m, markup=False, highlight=False)) if console else None):
+        return _build(board, output, fragments, jobs, strict, console, say, counter)
+
+
+def _build(board, output, fragments, jobs, strict, console, say, counter) -> BuildResult:
+    started = time.monotonic()
     cfg = config_mod.configure(board, output, fragments, strict)
     for warning in cfg.warnings:
         say(f"[yellow]warning:[/] {warning}", markup=True)
@@ -58,14 +71,20 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
 
     plan = Plan(ctx.outdir, jobs, console)
     artifacts: list[Path] = []
+    declared = []           # BootArtifacts: what the board reads at boot (see write_manifest)
     for pkg in packages.enabled(cfg.values):
         plan.add(*pkg.steps(ctx))
         artifacts += pkg.artifacts(ctx)
-    for module in STAGES:
-        artifacts += importlib.import_module(module).add_steps(plan, ctx) or []
+        declared += pkg.boot_artifacts(ctx)
+    for name in STAGES:
+        module = importlib.import_module(name)
+        artifacts += module.add_steps(plan, ctx) or []
+        declared += getattr(module, "boot_artifacts", lambda c: [])(ctx)
 
     records = plan.run()
-    manifest = write_manifest(ctx, artifacts)
+    manifest = write_manifest(ctx, artifacts, declared)
+    for name, why in manifest.get("non_functional", {}).items():
+        say(f"  [bold red]NON-FUNCTIONAL[/] {name}: {why}")
     written, report_dir = report_stage.after_build(ctx.outdir, board)
     say(f"  {'wrote' if written else 'skipped':<7} {'report':<24} "
         f"{_shown(report_dir)}/report.{{json,md,html}}")
@@ -76,39 +95,63 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
     return BuildResult(board, ctx.outdir, records, manifest, seconds)
 
 
-def write_manifest(ctx, artifacts: list[Path]) -> dict:
+def write_manifest(ctx, artifacts: list[Path], declared=()) -> dict:
     """<out>/manifest.json: board, config hash, build id and each artifact's sha256, size and role.
 
+    `declared`: the BootArtifacts the packages and stages declared (what the board reads at boot
+    and from where); a declared file carries its declaration under "declared" and, when the
+    board reads it from storage at boot (at_boot), role "boot"; and
+    "flash" lists, per flash backend, the files `invoke flash` programs by default (in order).
+    A file that a package marked as a placeholder (uboot.json "non_functional") carries
+    "functional": false, and the manifest "non_functional" names them all.
     Paths are relative to the output directory, so two output dirs of the same build give the same
     manifest.
     """
+    by_name = {d.name: d for d in declared}
+    placeholders = non_functional(ctx.images)
     entries = []
-    boot = boot_images(ctx)
     for path in sorted(set(artifacts)):
         if path.is_file():
-            entries.append({"name": path.name, "path": os.path.relpath(path, ctx.outdir),
-                            "size": path.stat().st_size, "sha256": util.sha256_file(path),
-                            "role": artifact_role(path, boot)})
+            entry = {"name": path.name, "path": os.path.relpath(path, ctx.outdir),
+                     "size": path.stat().st_size, "sha256": util.sha256_file(path),
+                     "role": artifact_role(path, {n for n, d in by_name.items() if d.at_boot})}
+            if path.name in by_name:
+                entry["declared"] = by_name[path.name].manifest()
+            if path.name in placeholders:
+                entry["functional"] = False
+            entries.append(entry)
+    present = {e["name"]: e["path"] for e in entries}
+    flash: dict[str, list[str]] = {}
+    for d in declared:
+        for backend in d.flash:
+            if d.name in present:
+                flash.setdefault(backend, []).append(present[d.name])
     manifest = {"board": ctx.board.name, "seedfw_version": __version__,
                 "config_hash": config_mod.config_hash(ctx.values), "build_id": ctx.build_id,
-                "artifacts": entries}
+                "artifacts": entries, "flash": flash}
+    if placeholders:
+        manifest["non_functional"] = placeholders
     util.write_json(ctx.outdir / "manifest.json", manifest)
     return manifest
 
 
-def boot_images(ctx) -> set[str]:
-    """Names of the files in images/ a board reads from storage at boot, by image format:
-    fit → <board>.itb; package (QEMU's TF-A chain) → qemu_fw.bios and the boot package;
-    raw → mcu.bin."""
-    fmt = (ctx.board.image or {}).get("format")
-    name = ctx.board.name
-    return {"fit": {f"{name}.itb"}, "package": {"qemu_fw.bios", f"{name}-boot.pkg"},
-            "raw": {"mcu.bin"}}.get(fmt, set())
+def non_functional(images: Path) -> dict[str, str]:
+    """{file name: why} of placeholder images (CONFIG_UBOOT_ALLOW_MISSING_BLOBS), from the
+    descriptions the steps that made them wrote (uboot.json, loader.json)."""
+    import json
+    out: dict[str, str] = {}
+    for name in ("uboot.json", "loader.json"):
+        try:
+            doc = json.loads((images / name).read_text())
+        except (OSError, ValueError):
+            continue
+        out.update(doc.get("non_functional") or {})
+    return out
 
 
-def artifact_role(path: Path, boot: set[str]) -> str:
-    """"boot": read from storage at boot; "debug": ELFs (symbols, GDB); "aux": everything else
-    (intermediate binaries, tables, image descriptions)."""
+def artifact_role(path: Path, boot) -> str:
+    """"boot": read from storage at boot (declared by its package); "debug": ELFs (symbols,
+    GDB); "aux": everything else (intermediate binaries, tables, image descriptions)."""
     if path.name in boot:
         return "boot"
     with open(path, "rb") as f:

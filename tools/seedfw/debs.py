@@ -73,12 +73,13 @@ LIBASAN_ARM64 = Deb("libasan8-arm64-cross", "12.2.0-14cross1", 2096868,
 
 def extract(deb: Deb, log: Path | None = None, progress=lambda s: None) -> Path:
     """Fetch (cached, verified) and unpack a pinned .deb; return the unpacked tree."""
-    path = sources.fetch(deb.source, log=log, progress=progress)[deb.file.name]
-    dest = path.parent / f"extracted-{deb.sha256[:12]}"
-    if not (dest / ".complete").is_file():
-        with util.atomic_dir(dest) as tmp:
-            util.run(["dpkg-deb", "-x", path, tmp], log=log)
-            (tmp / ".complete").write_text(deb.sha256 + "\n")
+    with sources.cache_lock(progress):     # the unpacked tree lives in the shared cache too
+        path = sources.fetch(deb.source, log=log, progress=progress)[deb.file.name]
+        dest = path.parent / f"extracted-{deb.sha256[:12]}"
+        if not (dest / ".complete").is_file():
+            with util.atomic_dir(dest) as tmp:
+                util.run(["dpkg-deb", "-x", path, tmp], log=log)
+                (tmp / ".complete").write_text(deb.sha256 + "\n")
     return dest
 
 

@@ -1,7 +1,14 @@
 """Host packages seedfw needs, and how to install them (Debian bookworm, apt).
 
-One list, used by `invoke setup` and by .ci/run (which calls `invoke setup`), so CI fails the same
-way a fresh developer machine would when a package is missing.
+One table, `NEEDS`: every host program and file a task uses, the Debian package that ships it and
+what it is for. The apt list `invoke setup` installs is *derived* from it, and `invoke doctor`
+checks each row, so a tool cannot be used by a task without also being installed on a fresh
+machine — the wave-1 bug (QEMU's `efi-virtio.rom` and clang's libFuzzer runtime came from packages
+`--no-install-recommends` skipped, and only the CI machine happened to have them) has one place to
+be fixed and a test (tests/test_host.py) that checks the table against Debian's own metadata.
+
+A row names *what the task touches* (a command on PATH, or an absolute path / glob), not just a
+package: a package name alone would say nothing about the Recommends it silently relies on.
 """
 
 from __future__ import annotations
@@ -10,40 +17,131 @@ import os
 import shlex
 import shutil
 import subprocess
+from dataclasses import dataclass
 
 from .errors import SeedfwError
 
-APT_PACKAGES = [
-    "gcc-aarch64-linux-gnu",      # TF-A and the BL33 payload
-    "binutils-aarch64-linux-gnu",
-    "gcc-arm-none-eabi",          # wake-controller firmware
-    "qemu-system-arm",            # qemu-system-aarch64 and qemu-system-arm
-    "device-tree-compiler",       # dtc: DVFS OPP fragments, FIT
-    "u-boot-tools",               # mkimage / dumpimage
-    "lz4",                        # reference CLI for the ratio benchmark
-    "zstd",                       # second reference for the ratio benchmark
-    "liblz4-dev",                 # reference decompressor for the speed benchmark
-    "clang",                      # libFuzzer targets
-    "libssl-dev",                 # TF-A's fiptool and cert tools
-    "rkdeveloptool",              # rockusb flash backend (RK3588 maskrom)
-    "make",
-    "patch",
-    "xz-utils",
+
+@dataclass(frozen=True)
+class Need:
+    """One host program or file a task uses.
+
+    what:    a command looked up on PATH (kind "tool") or an absolute path, globs allowed (kind "file")
+    package: the Debian package that ships it (checked against `dpkg -S` by tests/test_host.py)
+    why:     the task and the reason, shown by `invoke doctor`
+    """
+
+    what: str
+    package: str
+    why: str
+    kind: str = "tool"
+
+
+LLVM = "/usr/lib/llvm-14/lib/clang/*/lib/linux"
+GCC_LIB = "/usr/lib/gcc/x86_64-linux-gnu/12"
+
+NEEDS: list[Need] = [
+    # Cross toolchains
+    Need("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu", "build: TF-A, the BL33 payload, LZ4 objects"),
+    Need("aarch64-linux-gnu-objcopy", "binutils-aarch64-linux-gnu", "build: payload binary, BL31 sections"),
+    Need("aarch64-linux-gnu-nm", "binutils-aarch64-linux-gnu", "tests: symbol addresses from the C tools"),
+    Need("arm-none-eabi-gcc", "gcc-arm-none-eabi", "build: wake-MCU firmware (Cortex-M3)"),
+    Need("arm-none-eabi-objcopy", "binutils-arm-none-eabi", "build: wake-MCU raw image"),
+    # Host compilers and their runtimes
+    Need("gcc", "gcc", "build: host tools (TF-A fiptool, LZ4 host tool)"),
+    Need("cc", "gcc", "test/bench: C layout checks, host builds of our C code"),
+    Need(f"{GCC_LIB}/libasan.so", "libgcc-12-dev", "test: ASan/UBSan builds of the LZ4 decoder", "file"),
+    Need("clang-14", "clang-14", "fuzz: libFuzzer targets"),
+    Need(f"{LLVM}/libclang_rt.fuzzer-x86_64.a", "libclang-rt-14-dev", "fuzz: libFuzzer runtime", "file"),
+    Need(f"{LLVM}/libclang_rt.asan-x86_64.a", "libclang-rt-14-dev", "fuzz: ASan runtime of the fuzzers",
+         "file"),
+    Need("/usr/include/lz4.h", "liblz4-dev", "bench: liblz4, the reference decoder", "file"),
+    Need("/usr/include/openssl/sha.h", "libssl-dev", "build: TF-A fiptool and cert tools", "file"),
+    Need("make", "make", "build: TF-A, payload, MCU, LZ4"),
+    Need("patch", "patch", "build: Debian and seedfw patches on TF-A"),
+    # Emulators: the binaries here; the firmware files they load for our machines are found by
+    # asking QEMU itself (seedfw.doctor), since they depend on the machine arguments.
+    Need("qemu-system-aarch64", "qemu-system-arm", "run/test: qemu-aarch64 boots (TF-A chain)"),
+    Need("qemu-system-arm", "qemu-system-arm", "run/flash/test: mps2-an385 wake MCU"),
+    # Images and their inspection
+    Need("dtc", "device-tree-compiler", "build: DVFS OPP fragments, FIT"),
+    Need("mkimage", "u-boot-tools", "build: FIT images"),
+    Need("dumpimage", "u-boot-tools", "inspect/test: FIT contents"),
+    Need("openssl", "openssl", "keys: signing keys for FIT and packages"),
+    Need("readelf", "binutils", "tests: ELF facts from the C tools"),
+    # Reference compressors for the ratio benchmark
+    Need("lz4", "lz4", "bench: reference LZ4 CLI"),
+    Need("zstd", "zstd", "bench: second reference compressor"),
+    # Boards
+    Need("rkdeveloptool", "rkdeveloptool", "flash: RK3588 in maskrom (rockusb)"),
+    # Search
+    Need("redis-server", "redis-server", "tune: Redis journal backend shared by several workers"),
+    # Sources
+    Need("apt-get", "apt", "fetch: Debian source packages through a private apt state"),
+    Need("dpkg-deb", "dpkg", "fetch: pinned Debian binary packages"),
+    Need("/usr/share/keyrings/debian-archive-keyring.gpg", "debian-archive-keyring",
+         "fetch: signature of the Debian source index", "file"),
+    Need("xz", "xz-utils", "fetch: .tar.xz sources"),
+    Need("tar", "tar", "fetch: unpack sources"),
+    # Buildroot (seedfw.buildroot): the relocated external toolchain and Buildroot's own host checks
+    # (support/dependencies/dependencies.sh refuses to start without each of these).
+    Need("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu", "buildroot: external toolchain's C++ compiler"),
+    Need("/usr/aarch64-linux-gnu/include/stdio.h", "libc6-dev-arm64-cross",
+         "buildroot: glibc headers and libraries of the external toolchain's sysroot", "file"),
+    Need("dpkg-query", "dpkg", "buildroot: versions of the toolchain packages (the copy's key)"),
+    Need("g++", "g++", "buildroot: host C++ compiler (Buildroot's dependency check)"),
+    Need("cpio", "cpio", "buildroot: rootfs.cpio and Buildroot's dependency check"),
+    Need("rsync", "rsync", "buildroot: local-site and override source dirs"),
+    Need("wget", "wget", "buildroot: Buildroot's dependency check (downloads stay offline)"),
+    Need("unzip", "unzip", "buildroot: Buildroot's dependency check"),
+    Need("bc", "bc", "buildroot: Buildroot's dependency check"),
+    Need("file", "file", "buildroot: Buildroot's dependency check, binary architecture checks"),
+    Need("perl", "perl", "buildroot: Buildroot's dependency check and package scripts"),
+    Need("git", "git", "buildroot: fetch the pinned tag when no mirror holds the tarball"),
+    # U-Boot (seedfw.packages.uboot): its host tools, pylibfdt for binman, binman's ELF splitting
+    Need("bison", "bison", "build: U-Boot's Kconfig and dtc parsers"),
+    Need("flex", "flex", "build: U-Boot's Kconfig and dtc lexers"),
+    Need("swig", "swig", "build: U-Boot's pylibfdt (binman reads device trees with it)"),
+    Need("/usr/bin/python3-config", "python3-dev", "build: U-Boot's pylibfdt extension module",
+         "file"),
+    Need("/usr/lib/python3/dist-packages/setuptools/__init__.py", "python3-setuptools",
+         "build: U-Boot's pylibfdt setup.py", "file"),
+    Need("/usr/lib/python3/dist-packages/elftools/__init__.py", "python3-pyelftools",
+         "build: binman's split-elf of BL31 when run by Debian's python3", "file"),
+    Need("/usr/include/gnutls/gnutls.h", "libgnutls28-dev", "build: U-Boot's host tools "
+         "(mkeficapsule)", "file"),
+    Need("/usr/include/uuid/uuid.h", "uuid-dev", "build: U-Boot's host tools (mkeficapsule)", "file"),
+    # Disk images (seedfw.images.disk) and the sdcard runner
+    Need("genimage", "genimage", "build: GPT disk image of SD card / virtio disk"),
+    Need("mke2fs", "e2fsprogs", "build: the placeholder ext4 rootfs in the disk image"),
+    Need("bmaptool", "bmap-tools", "build: .bmap of the disk image; flash: sdcard runner"),
+    Need("fdtget", "device-tree-compiler", "test: reserved-memory node of U-Boot's DT"),
 ]
 
 
-def missing_packages(packages=APT_PACKAGES) -> list[str]:
+def packages(needs=NEEDS) -> list[str]:
+    """The apt list: every package a row names, once, in the table's order."""
+    return list(dict.fromkeys(n.package for n in needs))
+
+
+APT_PACKAGES = packages()
+
+
+def missing_packages(pkgs=None) -> list[str]:
     """Packages dpkg does not report as installed."""
+    pkgs = APT_PACKAGES if pkgs is None else list(pkgs)
     if not shutil.which("dpkg-query"):
-        return list(packages)
-    out = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *packages],
+        return pkgs
+    out = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *pkgs],
                          capture_output=True, text=True).stdout
     installed = {line.split()[0] for line in out.splitlines() if line.endswith(" installed")}
-    return [p for p in packages if p not in installed]
+    return [p for p in pkgs if p not in installed]
 
 
-def install_command(packages) -> list[str]:
-    return ["apt-get", "install", "-y", "--no-install-recommends", *packages]
+def install_command(pkgs) -> list[str]:
+    # --no-install-recommends on purpose: what we need must be in NEEDS, so a fresh machine and a
+    # developer's machine with years of Recommends behave the same.
+    return ["apt-get", "install", "-y", "--no-install-recommends", *pkgs]
 
 
 def setup(update: bool = True) -> list[str]:

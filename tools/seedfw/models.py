@@ -4,9 +4,16 @@ sha256, optional LZ4 container, and the partition limit.
 RKNN layout, as Netron's reader parses it (a fact of the format, not code taken from Netron):
     "RKNN" + 4 pad bytes | u64 LE version | u64 LE data_size | header pad up to 24 bytes
     (64 bytes for versions 2..6 and 0x1002..0x1004) | data_size bytes | u64 LE json_len | JSON
+Versions outside that list and 1, 0x1001 are rejected, as Netron's reader does (RKNN_VERSIONS).
 A file that starts "CYPTRKNN" is an encrypted model: nothing inside can be checked, so it is
 accepted and flagged. A size field that disagrees with the file length is rejected: that is what a
 truncated copy or a file that is not RKNN at all looks like.
+
+Synthetic blobs (seedfw.models_synth: real framing around filler, not runnable models) are
+recognised by what the blob itself says, in one place (`synthetic_marker`): the RKNN trailing
+JSON's `"synthetic": true`, or the ONNX producer name the generator writes. Every view that lists
+models (build summary, `invoke models`, `invoke inspect`, the report) asks this function, so a
+blob travelling into a FIT or package is flagged there too, without a list of names.
 """
 
 from __future__ import annotations
@@ -25,6 +32,12 @@ TYPES = ("rknn", "onnx", "raw")
 RKNN_MAGIC = b"RKNN"
 RKNN_ENCRYPTED = b"CYPTRKNN"
 RKNN_PREFIX = struct.Struct("<8sQQ")       # magic+pad, version, data_size: the 24-byte header
+# Container versions Netron's RKNN reader accepts (lutzroeder/netron source/rknn.js,
+# rknn.Container.read; the list was last extended by Rockchip's airockchip account in
+# lutzroeder/netron pull request #1099): 1 and 0x1001 have the 24-byte header, the others 64.
+RKNN_VERSIONS = (0x0001, 0x1001, 0x0002, 0x1002, 0x0003, 0x1003, 0x0004, 0x1004, 0x0005, 0x0006)
+SYNTH_GENERATOR = "seedfw.models_synth"    # the RKNN JSON's "generator" in synthetic blobs
+SYNTH_ONNX_PRODUCER = "seedfw-synth"       # ModelProto.producer_name of synthetic ONNX files
 
 SCHEMA = {
     "type": "object", "required": ["models"], "additionalProperties": False,
@@ -71,6 +84,7 @@ class Model:
     stored_sha256: str
     encrypted: bool
     rknn: RknnInfo | None
+    synthetic: str | None = None     # why the blob is synthetic (synthetic_marker), else None
 
     @property
     def stored_size(self) -> int:
@@ -92,6 +106,9 @@ def check_rknn(data: bytes, source) -> RknnInfo:
     if magic[:4] != RKNN_MAGIC:
         raise SeedfwError(f"bad magic {magic[:8]!r} (expected 'RKNN' or 'CYPTRKNN')", source,
                           "offset 0x0")
+    if version not in RKNN_VERSIONS:
+        raise SeedfwError(f"unsupported RKNN container version {version} (0x{version:x}); known: "
+                          f"1, 2..6, 0x1001..0x1004", source, "offset 0x8")
     header = rknn_header_size(version)
     if len(data) < header:
         raise SeedfwError(f"truncated: {len(data)} bytes is shorter than the {header}-byte header of "
@@ -121,6 +138,57 @@ def check_onnx(data: bytes, source) -> None:
     if data[0] != 0x08:
         raise SeedfwError(f"does not look like ONNX: first byte 0x{data[0]:02x}, expected 0x08 "
                           f"(ModelProto field 1 ir_version)", source, "offset 0x0")
+
+
+def _onnx_producer(data: bytes) -> str | None:
+    """ModelProto.producer_name (field 2), looked for among the first top-level fields only:
+    exporters write it right after ir_version, and a model's graph can be hundreds of MB."""
+    def varint(at):
+        value = shift = 0
+        while at < len(data) and shift < 64:
+            b = data[at]
+            value |= (b & 0x7F) << shift
+            at, shift = at + 1, shift + 7
+            if not b & 0x80:
+                return value, at
+        raise ValueError("truncated varint")
+
+    at = 0
+    try:
+        for _ in range(8):
+            if at >= len(data):
+                return None
+            key, at = varint(at)
+            number, wire = key >> 3, key & 7
+            if wire == 0:
+                _, at = varint(at)
+            elif wire == 2:
+                size, at = varint(at)
+                if number == 2:
+                    return data[at:at + size].decode("utf-8", "replace")
+                at += size
+            elif wire in (1, 5):
+                at += 8 if wire == 1 else 4
+            else:
+                return None
+    except ValueError:
+        return None
+    return None
+
+
+def synthetic_marker(type_: str, data: bytes) -> str | None:
+    """Why a blob is synthetic, from its own metadata; None for a blob that does not say so
+    (real models, raw blobs, which carry no metadata, and encrypted RKNN)."""
+    if type_ == "rknn" and data[:4] == RKNN_MAGIC:
+        try:
+            meta = check_rknn(data, "blob").meta or {}
+        except SeedfwError:
+            return None
+        if meta.get("synthetic") is True:
+            return "RKNN JSON synthetic=true"
+    if type_ == "onnx" and data[:1] == b"\x08" and _onnx_producer(data) == SYNTH_ONNX_PRODUCER:
+        return f"ONNX producer {SYNTH_ONNX_PRODUCER}"
+    return None
 
 
 def compress_lz4(data: bytes, source) -> bytes:
@@ -178,7 +246,8 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                               f"(0x{partition_size:x})", path, line)
         models.append(Model(name, blob_path, raw["type"], alignment, compression, len(blob),
                             sha256_bytes(blob), stored, sha256_bytes(stored),
-                            bool(rknn and rknn.encrypted), rknn))
+                            bool(rknn and rknn.encrypted), rknn,
+                            synthetic_marker(raw["type"], blob)))
     return models
 
 
@@ -193,3 +262,12 @@ def for_build(board, config_values: dict) -> list[Model]:
         return []
     return load_manifest(manifest, partition_size=board.image["partition_size"],
                          compress_default=bool(config_values.get("MODELS_COMPRESS")))
+
+
+def synthetic_summary(models: list[Model]) -> str | None:
+    """'3 of 4 model blobs are SYNTHETIC (filler, not runnable models): a, b, c', or None."""
+    fake = [m.name for m in models if m.synthetic]
+    if not fake:
+        return None
+    return (f"{len(fake)} of {len(models)} model blobs are SYNTHETIC (filler, not runnable "
+            f"models): {', '.join(fake)}")

@@ -15,7 +15,7 @@ import struct
 import sys
 from pathlib import Path
 
-from .models import RKNN_ENCRYPTED, rknn_header_size
+from .models import RKNN_ENCRYPTED, SYNTH_GENERATOR, SYNTH_ONNX_PRODUCER, rknn_header_size
 from .util import write_bytes
 
 
@@ -32,7 +32,8 @@ def filler(size: int, seed: int) -> bytes:
 def rknn(version: int, data: bytes, meta: dict | None = None) -> bytes:
     header = rknn_header_size(version)
     head = struct.pack("<4s4xQQ", b"RKNN", version, len(data)).ljust(header, b"\0")
-    doc = {"synthetic": True, "generator": "seedfw.models_synth", **(meta or {})}
+    # models.synthetic_marker recognises the blob by this JSON: keep both keys.
+    doc = {"synthetic": True, "generator": SYNTH_GENERATOR, **(meta or {})}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     return head + data + struct.pack("<Q", len(text)) + text
 
@@ -47,7 +48,7 @@ def onnx_empty_graph(name: str) -> bytes:
     def field(number: int, payload: bytes) -> bytes:          # length-delimited field
         return bytes([number << 3 | 2, len(payload)]) + payload
 
-    producer = field(2, b"seedfw-synth")
+    producer = field(2, SYNTH_ONNX_PRODUCER.encode())   # models.synthetic_marker looks for it
     graph = field(7, field(2, name.encode()))                   # GraphProto.name
     opset = field(8, bytes([2 << 3 | 0, 17]))                   # OperatorSetIdProto.version
     return bytes([1 << 3 | 0, 8]) + producer + graph + opset

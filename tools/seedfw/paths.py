@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import SeedfwError
+
 ROOT = Path(__file__).resolve().parents[2]
 BOARD_DIR = ROOT / "board"
 CONFIG_DIR = ROOT / "configs"
@@ -23,6 +25,52 @@ def output_dir(board: str, output: str | os.PathLike | None = None) -> Path:
     return ROOT / "output" / board
 
 
+# Variables that hold paths. Each is made absolute once, at the edge (`absolute_environment`, run
+# by every Invoke task before its body), so that a relative value means "relative to where the user
+# ran the command" even for code that runs in another directory (apt's private state, make -C) and
+# for child processes; an empty value means unset, as in a shell's ${VAR:-default}.
+PATH_VARIABLES = ("SEEDFW_DL_DIR", "SEEDFW_MIRROR_DIR", "SEEDFW_BENCH", "SEEDFW_CACHE_DIR",
+                  "KCONFIG_CONFIG")
+
+
+def env_path(name: str) -> Path | None:
+    """The path in environment variable `name`, absolute; None when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    return Path(os.path.abspath(os.path.expanduser(value)))
+
+
+# Those that name directories: one that exists as something else is refused at once, naming the
+# variable, instead of failing later inside a build step with a less helpful message.
+DIR_VARIABLES = ("SEEDFW_DL_DIR", "SEEDFW_MIRROR_DIR", "SEEDFW_CACHE_DIR")
+
+
+def absolute_environment() -> None:
+    """Rewrite the path variables in os.environ as absolute paths; drop the empty ones."""
+    for name in PATH_VARIABLES:
+        path = env_path(name)
+        if path is None:
+            os.environ.pop(name, None)
+            continue
+        if name in DIR_VARIABLES and path.exists() and not path.is_dir():
+            raise SeedfwError("not a directory", path, name)
+        if name == "SEEDFW_MIRROR_DIR" and not path.exists():
+            raise SeedfwError("no such directory", path, name)
+        os.environ[name] = str(path)
+
+
+def cache_dir() -> Path:
+    """seedfw's per-user cache ($SEEDFW_CACHE_DIR, else $XDG_CACHE_HOME/seedfw, else ~/.cache/seedfw)."""
+    xdg = env_path("XDG_CACHE_HOME")
+    return env_path("SEEDFW_CACHE_DIR") or (xdg or Path.home() / ".cache") / "seedfw"
+
+
 def download_dir() -> Path:
-    """Shared download cache, reused across output directories."""
-    return Path(os.environ.get("SEEDFW_DL_DIR", Path.home() / ".cache" / "seedfw" / "dl"))
+    """Shared download cache, reused across output directories ($SEEDFW_DL_DIR, else <cache>/dl)."""
+    return env_path("SEEDFW_DL_DIR") or cache_dir() / "dl"
+
+
+def mirror_dir() -> Path | None:
+    """A local directory of pinned files for offline machines ($SEEDFW_MIRROR_DIR), or None."""
+    return env_path("SEEDFW_MIRROR_DIR")

@@ -319,14 +319,21 @@ class Plan:
         if self._cancel.is_set():
             raise Interrupted(step.name)
         stamp_file.unlink(missing_ok=True)          # a failed re-run must not look up to date
-        self._open_log(step)
-        with open(step.log, "a") as f:
-            f.write(f"=== step {step.name} (stamp {stamp[:16]})\n")
+        try:
+            self._open_log(step)
+            with open(step.log, "a") as f:
+                f.write(f"=== step {step.name} (stamp {stamp[:16]})\n")
+        except OSError as exc:
+            self._record(step, "failed", stamp, started)
+            raise util.os_error(exc, step.log) from None
         step.staged = {}
         _current.plan = self
         try:
-            step.run(step)
-            self._commit(step)
+            try:
+                step.run(step)
+                self._commit(step)
+            except OSError as exc:      # e.g. a full disk while writing an output: name the file
+                raise util.os_error(exc, step.log) from None
         except (SeedfwError, Interrupted) as exc:
             if self._cancel.is_set():   # a command ended by the interrupt fails: not the step's fault
                 self._record(step, "interrupted", stamp, started)

@@ -44,14 +44,31 @@ def package_args(board, images: Path) -> list[str]:
     with a status (PSCI SYSTEM_OFF carries none), so a failed package check fails the run."""
     region = next((r for r in board.memory if r.name == "boot-package"), None)
     package = images / f"{board.name}-boot.pkg"
+    disk = images / f"{board.name}-disk.img"
+    if (images / "u-boot.bin").is_file() and disk.is_file():
+        # U-Boot is BL33: it reads the firmware FIT (payload + package) from this virtio disk,
+        # as a board reads its SD card (seedfw.images.disk; the boot script: packages/uboot.py).
+        return ["-semihosting-config", "enable=on,target=native",
+                "-drive", f"if=none,format=raw,file={disk},id=seedfw-disk",
+                "-device", "virtio-blk-device,drive=seedfw-disk"]
     if region is None or not package.is_file():
         return []
     return ["-semihosting-config", "enable=on,target=native",
             "-device", f"loader,file={package},addr={hex(region.base)}"]
 
 
-def command(board, outdir: Path, extra_args: Iterable[str] = ()) -> list[str]:
-    """The full QEMU command line for a board (machine, cpu, memory and args from board.yaml)."""
+NETWORK_OPTIONS = ("-nic", "-net", "-netdev")
+
+
+def machine_args(board) -> list[str]:
+    """QEMU, the machine, cpu, memory and board.yaml's args: everything but the images.
+
+    `-nic none` unless board.yaml configures a network: without it QEMU creates the machine's
+    default NIC (virtio-net-pci on `virt`), which makes it load `efi-virtio.rom` from the
+    ipxe-qemu package — a mere Recommends of qemu-system-arm, absent on a fresh machine — and no
+    board here boots over the network. `invoke doctor` asks QEMU which data files these arguments
+    still load.
+    """
     q = board.qemu
     if not q:
         raise SeedfwError(f"board '{board.name}' cannot run in QEMU (no 'qemu' section)",
@@ -60,6 +77,14 @@ def command(board, outdir: Path, extra_args: Iterable[str] = ()) -> list[str]:
     if q.get("memory"):
         cmd += ["-m", str(q["memory"])]
     cmd += list(q.get("args", []))
+    if not any(a in NETWORK_OPTIONS for a in cmd):
+        cmd += ["-nic", "none"]
+    return cmd
+
+
+def command(board, outdir: Path, extra_args: Iterable[str] = ()) -> list[str]:
+    """The full QEMU command line for a board (machine, cpu, memory and args from board.yaml)."""
+    cmd = machine_args(board)
     if "-nographic" not in cmd:
         cmd.append("-nographic")
     return cmd + boot_args(board, outdir) + list(extra_args)

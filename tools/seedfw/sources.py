@@ -152,14 +152,19 @@ def debian_uris(sources: Path = APT_SOURCES) -> list[str]:
 
 @dataclass(frozen=True)
 class MirrorDirSite(Site):
-    """A local directory holding the files by name (default: $SEEDFW_MIRROR_DIR); for offline machines."""
+    """A local directory holding the files by name (default: $SEEDFW_MIRROR_DIR); for offline machines.
+
+    A file is looked up at the top of the directory, then in its per-origin folders (`SUBDIRS`,
+    the layout of the shared mirror: rkbin blobs, the Buildroot tree, Buildroot source overrides,
+    Debian packages), so one SEEDFW_MIRROR_DIR serves every package.
+    """
 
     directory: str | None = None
     label = "mirror"
+    SUBDIRS = ("rkbin", "buildroot", "buildroot-src", "debian")
 
     def root(self) -> Path | None:
-        d = self.directory or os.environ.get("SEEDFW_MIRROR_DIR")
-        return Path(d) if d else None
+        return Path(os.path.abspath(self.directory)) if self.directory else paths.mirror_dir()
 
     def describe(self) -> str:
         return f"local mirror {self.root() or '(SEEDFW_MIRROR_DIR not set)'}"
@@ -168,9 +173,10 @@ class MirrorDirSite(Site):
         root = self.root()
         if root is None:
             raise SeedfwError("SEEDFW_MIRROR_DIR is not set")
-        src = root / file.name
+        src = next((d / file.name for d in (root, *(root / s for s in self.SUBDIRS))
+                    if (d / file.name).is_file()), root / file.name)
         if not src.is_file():
-            raise SeedfwError(f"{src} does not exist")
+            raise SeedfwError(f"{src} does not exist (nor in {', '.join(self.SUBDIRS)}/)")
         dest = dest_dir / file.name
         shutil.copyfile(src, dest)
         return dest
@@ -221,8 +227,21 @@ def cached_ok(path: Path, file: SourceFile) -> bool:
     return util.sha256_file(path) == file.sha256
 
 
+def cache_lock(progress: Progress = print):
+    """The download cache's lock: builds of other boards or output dirs share the cache (and the
+    private apt state in it, which apt itself refuses to share: 'Unable to lock directory'), so
+    whoever fetches or unpacks into it holds this; the others say for whom they wait, and wait."""
+    dl = paths.download_dir()
+    return util.file_lock(dl / ".lock", f"the download cache {dl}", say=progress)
+
+
 def fetch(source: Source, log: Path | None = None, progress: Progress = print) -> dict[str, Path]:
     """Make every file of `source` present and verified in the cache; return name -> path."""
+    with cache_lock(progress):
+        return _fetch_all(source, log, progress)
+
+
+def _fetch_all(source: Source, log: Path | None, progress: Progress) -> dict[str, Path]:
     out = {}
     cache = source.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,8 @@ is renamed over the target (rename is atomic on POSIX within one filesystem).
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -15,7 +17,9 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -34,6 +38,8 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, 0o644)
         os.replace(tmp_path, target)
+    except OSError as exc:
+        raise os_error(exc, target) from None
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -119,8 +125,12 @@ def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = No
             for line in proc.stdout:
                 output += line
                 if logf:
-                    logf.write(line)
-                    logf.flush()
+                    try:
+                        logf.write(line)
+                        logf.flush()
+                    except OSError as exc:       # a full disk: say which file, stop the command
+                        stop_group(proc)
+                        raise os_error(exc, log) from None
             proc.wait()
         except BaseException:
             # Its own process group does not get the terminal's SIGINT: end it here.
@@ -167,3 +177,69 @@ def stop_group(proc: subprocess.Popen) -> None:
 def source_date_epoch() -> int:
     """Timestamp for reproducible outputs: $SOURCE_DATE_EPOCH or a fixed project epoch."""
     return int(os.environ.get("SOURCE_DATE_EPOCH", "1700000000"))
+
+
+def os_error(exc: OSError, path=None) -> SeedfwError:
+    """An OSError as the one-line error: the file it concerns (the one we were writing when the
+    exception does not name one) and the system's words, e.g. 'No space left on device'."""
+    where = exc.filename or path
+    return SeedfwError(exc.strerror or str(exc), os.fspath(where) if where else None)
+
+
+# ---- locks ---------------------------------------------------------------------------------------
+
+_held: dict[str, list] = {}             # lock path -> [threading.RLock, fd or None, depth]
+_held_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, what: str, say=None) -> Iterator[None]:
+    """Hold an exclusive `flock` on `path` (created if needed) for the duration of the block.
+
+    Why flock: it is released by the kernel when the holder dies, so a killed build never leaves a
+    stale lock behind. Re-entrant within this process (the build's worker threads share one
+    holder; a thread waits for another thread of the same build on a threading lock), because flock
+    does not exclude a second descriptor of the same process reliably for our purposes.
+    When another process holds it, `say` (default: stderr) is told once who holds it — the holder
+    writes its pid and command line into the lock file — and we wait.
+    """
+    path = os.path.abspath(path)
+    with _held_guard:
+        entry = _held.setdefault(path, [threading.RLock(), None, 0])
+    rlock = entry[0]
+    with rlock:
+        if entry[2] == 0:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
+                    raise os_error(exc, path) from None
+                holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+                (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
+                    f"waiting for {what}: locked by {holder}")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:                # who holds it, for the next one waiting; best effort (full disk)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"pid {os.getpid()} ({_command_line()})\n".encode(), 0)
+            except OSError:
+                pass
+            entry[1] = fd
+        entry[2] += 1
+        try:
+            yield
+        finally:
+            entry[2] -= 1
+            if entry[2] == 0:
+                fd, entry[1] = entry[1], None
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+
+def _command_line() -> str:
+    argv = [os.path.basename(sys.argv[0])] + sys.argv[1:] if sys.argv and sys.argv[0] else ["python"]
+    return shlex.join(argv)[:300]

@@ -13,6 +13,7 @@ import sys
 from invoke import task
 from invoke.exceptions import Exit
 
+from .. import paths, util
 from ..errors import SeedfwError
 
 
@@ -23,7 +24,11 @@ def command(*args, **kwargs):
         @functools.wraps(body)
         def wrapper(c, *a, **kw):
             try:
-                return body(c, *a, **kw)
+                paths.absolute_environment()
+                try:
+                    return body(c, *a, **kw)
+                except OSError as exc:      # e.g. a full disk: one line naming the file
+                    raise util.os_error(exc) from None
             except SeedfwError as exc:
                 if os.environ.get("SEEDFW_DEBUG"):
                     raise

@@ -10,10 +10,13 @@ from . import command
 from .config import default_board
 from .. import boards
 from ..errors import SeedfwError
-from ..paths import output_dir
+from ..paths import ROOT, output_dir
 
 __all__ = ["build", "run", "clean", "distclean"]
 
+# --allow-missing-blobs is this fragment (CONFIG_UBOOT_ALLOW_MISSING_BLOBS=y), so the choice is in
+# the configuration hash, the .config and every stamp like any other setting.
+ALLOW_MISSING_BLOBS = ROOT / "configs" / "allow-missing-blobs.fragment"
 _BOARD_HELP = "board name, or 'all' for every board (see 'invoke boards')"
 _OUTPUT_HELP = "output directory (default output/<board>/; with --board all: DIR/<board>)"
 
@@ -30,8 +33,10 @@ def _outputs(board: str, output: str | None) -> list[tuple[str, Path | None]]:
     "fragment": "configuration fragment merged after the defconfig (repeatable, in order)",
     "jobs": "steps run in parallel (default: number of cores)",
     "strict": "treat configuration values that do not stick as errors",
+    "allow_missing_blobs": "a missing vendor blob (rkbin DDR init) gives NON-FUNCTIONAL placeholder "
+                           "images instead of an error (CI of forks; invoke flash refuses them)",
 })
-def build(c, board=None, output=None, fragment=None, jobs=0, strict=False):
+def build(c, board=None, output=None, fragment=None, jobs=0, strict=False, allow_missing_blobs=False):
     """Build a board's firmware (TF-A, payload, MCU) into <out>/images with stamps, logs and a manifest."""
     from rich.console import Console   # rich and the build machinery: only when building
 
@@ -43,13 +48,36 @@ def build(c, board=None, output=None, fragment=None, jobs=0, strict=False):
     results = []
     for i, (name, out) in enumerate(targets, 1):
         counter = f" ({i}/{len(targets)})" if len(targets) > 1 else ""
-        results.append(build_mod.build(name, out, fragment or (), jobs=int(jobs) or None,
+        frags = list(fragment or ()) + ([str(ALLOW_MISSING_BLOBS)] if allow_missing_blobs else [])
+        results.append(build_mod.build(name, out, frags, jobs=int(jobs) or None,
                                        strict=strict, console=console, counter=counter))
+        line = _models_line(results[-1])
+        if line:
+            console.print(line)
     if len(results) > 1:
         ran = sum(len(r.ran) for r in results)
         console.print(f"[bold]{len(results)} boards[/] built, {ran} step(s) ran, "
                       f"{time.monotonic() - started:.1f} s: "
                       + ", ".join(f"{r.board} ({len(r.ran)} ran)" for r in results))
+
+
+def _models_line(result) -> str | None:
+    """The build's model summary, with synthetic blobs flagged (seedfw.models decides which:
+    the blob's own metadata), so nobody ships filler believing it is a network."""
+    from rich.markup import escape
+
+    from .. import models
+    from ..report.inputs import read_config
+
+    values, _ = read_config(result.outdir)
+    ms = models.for_build(boards.get(result.board), values or {})
+    if not ms:
+        return None
+    fake = models.synthetic_summary(ms)
+    line = f"  models  {len(ms)} blobs, {sum(m.stored_size for m in ms)} bytes stored"
+    if fake:
+        return f"{escape(line)}; [bold yellow]{escape(fake)}[/]"
+    return escape(line)
 
 
 @command(help={"board": "board name", "output": _OUTPUT_HELP,

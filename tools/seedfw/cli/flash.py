@@ -19,44 +19,41 @@ __all__ = ["flash", "bench", "counters"]
 @command(help={
     "board": "board name (board/<name>/board.yaml)",
     "probe": "probe unique id (pyOCD UID such as cmsisdap:…, qemu:HOST:PORT, qemu:auto); default from the bench",
-    "image": "image to program (ELF, HEX or BIN); default: the board's artifact in <output>/manifest.json",
+    "image": "image to program; default: what the build declares for the runner (manifest.json \"flash\")",
     "bench": "bench file (default $SEEDFW_BENCH)",
     "output": "build output directory (default output/<board>)",
     "target": "pyOCD target type (default: bench entry, then board.yaml pyocd.target)",
     "verify": "read back and compare every programmed byte (default on)",
-    "loader": "rockusb only: maskrom loader for `rkdeveloptool db`",
+    "loader": "rockusb: maskrom loader for `rkdeveloptool db` (default: the build's)",
+    "sector": "rockusb: first sector (default: 0 for a disk image, 64 for u-boot-rockchip.bin)",
+    "to": "write the disk image to this card (/dev/sdX) or file with bmaptool (sdcard runner)",
 })
-def flash(c, board, probe=None, image=None, bench=None, output=None, target=None, verify=True, loader=None):
-    """Program an image into a board through its flash backend, then verify it."""
+def flash(c, board, probe=None, image=None, bench=None, output=None, target=None, verify=True,
+          loader=None, sector=None, to=None):
+    """Program an image into a board through its flash runner, then verify it (read back)."""
     from .. import boards
     from ..flash import runner_class
-    from ..flash.image_checks import check_image_board, check_image_signature, find_image
-    from ..flash.probe_ids import check_probe_uid
-    from ..flash.reach import reach_probe
+    from ..flash.image_checks import check_image_board, check_image_signature, default_loader, find_image
 
     b = boards.get(board)
-    if probe and b.flash_backend == "pyocd":
-        check_probe_uid(probe)
-    img = find_image(b, image, output)
+    backend = "sdcard" if to else b.flash_backend      # --to picks the card writer
+    img = find_image(b, image, output, backend)
     if img.is_dir():
         raise SeedfwError("is a directory, not an image file", img, "--image")
     if not img.is_file():
         raise SeedfwError("image file not found", img, "--image")
+    # The image is checked before anything about the runner: a wrong image is the first thing
+    # to say, whichever backend the board has.
     check_image_board(b, img)
     check_image_signature(b, img)
-    cls = runner_class(b.flash_backend, b.dir / "board.yaml")
-    if b.flash_backend != "pyocd":
-        result = cls.from_board(b, probe, loader=loader).flash(img, verify=verify)
-        print(f"ok: {result.image} -> {b.name} ({result.programmed_bytes} bytes)")
-        return
-    with reach_probe(b, probe, bench) as (uid, bench_target, qemu):
-        runner = cls.from_board(b, uid, target=target or bench_target)
-        result = runner.flash(img, verify=verify)
-        if qemu is not None:
-            # QEMU started for this task stops with it: show that the image runs first.
-            out = qemu.wait_uart("\n", timeout=5.0)
-            print("uart:", out.strip().splitlines()[0])
-    print(f"ok: {result.image} -> {b.name} ({result.programmed_bytes} bytes, "
+    cls = runner_class(backend, b.dir / "board.yaml")
+    if "loader" in cls.options and not loader:
+        loader = default_loader(b, output)
+    args = {"probe": probe, "bench": bench, "target": target, "loader": loader, "sector": sector,
+            "to": to}
+    with cls.session(b, args) as runner:
+        result = runner.run("flash", img, verify=verify)
+    print(f"ok: {result.image} -> {b.name} via {cls.name} ({result.programmed_bytes} bytes, "
           f"{result.verified_bytes} verified)")
 
 
@@ -94,11 +91,11 @@ def bench(c, bench=None, check=False, json_=False):
     "bench": "bench file (default $SEEDFW_BENCH)",
     "recorded": "YAML of recorded register values to decode instead of a live board (rk3588-dfi)",
     "map": "counter map (rk3588-dfi; default board/<board>/counters.yaml)",
-    "json": "print JSON",
+    "json": "print JSON: {provenance, settings, readings} (see seedfw.counters.provenance)",
 })
 def counters(c, board, probe=None, elf=None, output=None, flash_first=False, bench=None, recorded=None,
              map_=None, json_=False):
-    """Read the board's counters (stats block or RK3588 DFI) through the probe."""
+    """Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
     from .. import boards
     from ..counters import source_class
     from ..counters.readback import read_dfi, read_stats_block
@@ -117,6 +114,15 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
         values = read_stats_block(b, cls, probe, elf, flash_first, bench, output)
     if json_:
         print(json.dumps(values, indent=2, sort_keys=True))
-    else:
-        for k, v in values.items():
-            print(f"{k:<20} {v}")
+        return
+    from ..counters.provenance import label
+
+    prov = values["provenance"]
+    print(f"{'provenance':<20} {label(prov)}: {prov['how']}")
+    if isinstance(prov.get("recording"), dict) and prov["recording"].get("how"):
+        print(f"{'recording':<20} {prov['recording']['how']}")
+    for k, v in values["readings"].items():
+        print(f"{k:<20} {v}")
+    print("settings (configuration and identifiers, not measurements):")
+    for k, v in values["settings"].items():
+        print(f"  {k:<18} {v}")

@@ -1,4 +1,4 @@
-"""Host tasks: setup (apt packages) and test (the suite)."""
+"""Host tasks: setup (apt packages), doctor (is everything there?) and test (the suite)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,38 @@ import sys
 
 from . import command
 from .. import host
+from ..errors import SeedfwError
 from ..paths import ROOT
 
-__all__ = ["setup", "test"]
+__all__ = ["doctor", "setup", "test"]
 
 
 @command(help={"no_update": "skip 'apt-get update' before installing"})
 def setup(c, no_update=False):
-    """Install the host packages (cross-compilers, QEMU, dtc, mkimage, lz4, clang) with apt."""
+    """Install the host packages (cross-compilers, QEMU, dtc, mkimage, lz4, clang) with apt, then
+    run the doctor."""
     installed = host.setup(update=not no_update)
     print(f"installed: {' '.join(installed)}" if installed else "host packages: all present")
+    _doctor(quiet=True)
+
+
+@command(help={"quiet": "print only what is missing"})
+def doctor(c, quiet=False):
+    """Check every host program and file the tasks use (and QEMU's firmware files for our boards)."""
+    _doctor(quiet)
+
+
+def _doctor(quiet: bool) -> None:
+    from .. import doctor as doc
+    checks = doc.run_checks()
+    missing = doc.missing_packages(checks)
+    if not quiet or missing:
+        print(doc.table([ch for ch in checks if not quiet or not ch.ok]))
+    if missing:
+        raise SeedfwError(f"{sum(not ch.ok for ch in checks)} host program(s)/file(s) missing, from "
+                          f"package(s) {', '.join(missing)}; run as root: apt-get update && "
+                          f"{shlex.join(host.install_command(missing))}")
+    print(f"doctor: all {len(checks)} host programs and files present")
 
 
 @command(help={"fast": "skip the slow end-to-end tests (real builds, QEMU boots)",

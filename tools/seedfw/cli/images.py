@@ -25,7 +25,8 @@ def inspect(c, image, json=False, key=None):
     report = inspect_mod.inspect(image, key)
     if json:
         print(jsonlib.dumps({"path": str(report.path), "format": report.format, "ok": report.ok,
-                             "rows": [asdict(r) for r in report.rows], "notes": report.notes},
+                             "rows": [asdict(r) for r in report.rows], "notes": report.notes,
+                             "synthetic": [r.name for r in report.rows if r.synthetic]},
                             indent=2))
     else:
         inspect_mod.render(report)
@@ -82,7 +83,12 @@ def models(c, board=None, manifest=None):
         extra = ""
         if m.rknn is not None:
             extra = " encrypted" if m.encrypted else f" rknn v{m.rknn.version:#x}"
+        if m.synthetic:
+            extra += f"  SYNTHETIC filler ({m.synthetic})"
         print(f"{m.name:16} {m.type:5} {m.size:>9} B  align {m.alignment:<5} {m.compression:4} "
               f"{m.sha256}{extra}")
     print(f"{len(ms)} models, {sum(m.stored_size for m in ms)} bytes stored; "
           f"{os.path.relpath(path)} ok")
+    summary = models_mod.synthetic_summary(ms)
+    if summary:
+        print(f"warning: {summary}")

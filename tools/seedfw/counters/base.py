@@ -18,15 +18,29 @@ class MemoryReader(Protocol):
 
 
 class CounterSource:
-    """Base class; subclasses set `name` and implement `sample(reader) -> dict`."""
+    """Base class; subclasses set `name` and implement `sample(reader) -> dict`.
+
+    `sample` returns everything read (what the firmware or the registers hold); `SETTINGS` names
+    the keys of it that are identifiers or configuration rather than readings, and `settings()`
+    the configuration the read used. `document` splits them (seedfw.counters.provenance)."""
 
     name = ""
+    SETTINGS: frozenset[str] = frozenset()
 
     def __init__(self, board):
         self.board = board
 
     def sample(self, reader: MemoryReader) -> dict:
         raise NotImplementedError
+
+    def settings(self) -> dict:
+        return {}
+
+    def document(self, values: dict, provenance: dict) -> dict:
+        """The `invoke counters --json` document: provenance, settings, readings."""
+        settings = {**self.settings(), **{k: v for k, v in values.items() if k in self.SETTINGS}}
+        readings = {k: v for k, v in values.items() if k not in self.SETTINGS}
+        return {"provenance": provenance, "settings": settings, "readings": readings}
 
 
 class PyocdReader:

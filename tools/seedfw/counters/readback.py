@@ -1,6 +1,7 @@
 """Reading a board's counters back: the stats block through pyOCD (Cortex-M), through the GDB stub
 of a QEMU we start (A-class payload) or one already running, and the RK3588 DFI registers (live
-or recorded)."""
+or recorded). `read_stats_block` and `read_dfi` return the counters document (provenance,
+settings, readings: seedfw.counters.provenance); each path says which provenance it gives."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from ..errors import SeedfwError
 from ..flash.reach import reach_probe
+from . import provenance
 
 
 def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
@@ -20,10 +22,16 @@ def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
             if not elf.is_file():
                 raise SeedfwError(f"not built yet (run 'invoke build --board {b.name}')", elf)
         source = cls(b, elf=elf)        # checks the ELF before QEMU is started
-        return _stats_counters_qemu(b, source, outdir)
+        values = _stats_counters_qemu(b, source, outdir)
+        return source.document(values, provenance.emulated(
+            b, "stats block read through the GDB stub of a QEMU this command booted with the "
+               "built image", started=True))
     source = cls(b, elf=elf)            # checks the ELF before any probe is reached
     if b.arch != "armv7m":
-        return _stats_counters_gdb(b, source, probe)
+        values = _stats_counters_gdb(b, source, probe)
+        return source.document(values, provenance.emulated(
+            b, "stats block read through the GDB stub of a QEMU already running", target=probe,
+            started=False))
 
     from pyocd.core.helpers import ConnectHelper
 
@@ -41,7 +49,8 @@ def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
         if session is None:
             raise SeedfwError(f"debug probe '{uid}' not found", None, "--probe")
         with session:
-            return source.sample(PyocdReader(session.target))
+            values = source.sample(PyocdReader(session.target))
+        return source.document(values, provenance.through_pyocd(b, uid, target, qemu is not None))
 
 
 def _stats_counters_gdb(b, source, probe):
@@ -148,4 +157,6 @@ def read_dfi(b, cls, probe, recorded, map_file):
                           "(a live board needs a MEM-AP probe path, not available in this tree yet)",
                           None, "--probe" if probe else "--recorded")
     source = cls(b, config_path=map_file, sleep=lambda s: None)    # the map is checked first
-    return source.sample(load_recording(recorded))
+    reader = load_recording(recorded)
+    values = source.sample(reader)
+    return source.document(values, provenance.recorded(recorded, reader.provenance))

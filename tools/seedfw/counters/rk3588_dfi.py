@@ -111,11 +111,21 @@ class Rk3588DfiCounters(CounterSource):
     """DDR read/write traffic over one sampling interval."""
 
     name = "rk3588-dfi"
+    # How the counts were taken and turned into bytes: the map's configuration, not readings.
+    SETTINGS = frozenset({"ddr_type", "burst_length", "interval_ms"})
 
     def __init__(self, board, config_path=None, sleep=time.sleep):
         super().__init__(board)
-        self.cfg = DfiConfig.load(config_path or board.dir / "counters.yaml")
+        self.config_path = config_path or board.dir / "counters.yaml"
+        self.cfg = DfiConfig.load(self.config_path)
         self.sleep = sleep
+
+    def settings(self) -> dict:
+        c = self.cfg
+        from .provenance import shown_path
+
+        return {"map": shown_path(self.config_path), "base": f"{c.base:#x}", "channels": c.channels,
+                "stride": f"{c.stride:#x}", "bus_width": list(c.bus_width)}
 
     def sample(self, reader) -> dict:
         enable(self.cfg, reader)
@@ -135,10 +145,11 @@ class RecordedReader:
     logging writes — stands in for a board that is not here. `source` (the recording file) and
     `lines` (register -> line) let a register the recording lacks be named with its file."""
 
-    def __init__(self, reads: dict[int, list[int]], source=None, lines=None):
+    def __init__(self, reads: dict[int, list[int]], source=None, lines=None, provenance=None):
         self.reads = {addr: list(vals) for addr, vals in reads.items()}
         self.counts = {addr: len(vals) for addr, vals in reads.items()}
         self.source, self.lines = source, lines or {}
+        self.provenance = provenance      # the recording's own (None: it does not say)
         self.writes: list[tuple[int, int]] = []
 
     def read32(self, addr: int) -> int:
@@ -161,12 +172,40 @@ class RecordedReader:
         self.writes.append((addr, value))
 
 
+# A recording's own provenance. `synthetic` is required so that a file which says anything says
+# the one thing that matters most; a capture from hardware must say where and when it was made.
+RECORDING_SCHEMA = {
+    "type": "object",
+    "properties": {"provenance": {
+        "type": "object", "additionalProperties": False, "required": ["synthetic"],
+        "properties": {
+            "synthetic": {"type": "boolean"},
+            "how": {"type": "string"},
+            "by": {"type": "string"},
+            "where": {"type": "string"},
+            "when": {"type": "string"},
+            "tool": {"type": "string"},
+        },
+        "if": {"properties": {"synthetic": {"const": False}}},
+        "then": {"required": ["where", "when"]},
+    }},
+}
+
+
 def load_recording(path) -> RecordedReader:
-    """A recording YAML: `reads: {register address: [32-bit values in read order]}`."""
+    """A recording YAML: `reads: {register address: [32-bit values in read order]}` and optional
+    `provenance: {synthetic, how, by, where, when, tool}` (RECORDING_SCHEMA). Without provenance
+    the values are still decoded, and reported as recorded with provenance unknown."""
+    import datetime
+
     data, lines = yamlfile.load(path)
     if not isinstance(data, dict) or not isinstance(data.get("reads"), dict):
         raise SeedfwError("expected a mapping 'reads: {register address: [values]}'", path,
                           f"line {lines.get(('reads',), lines.get((), 1))}")
+    prov = data.get("provenance")
+    if isinstance(prov, dict) and isinstance(prov.get("when"), (datetime.date, datetime.datetime)):
+        prov["when"] = prov["when"].isoformat()     # an unquoted YAML date is a date object
+    yamlfile.validate(data, RECORDING_SCHEMA, path, lines)
     reads, where = {}, {}
     for key, values in data["reads"].items():
         line = lines.get(("reads", key))
@@ -180,4 +219,4 @@ def load_recording(path) -> RecordedReader:
                 raise SeedfwError(f"register {key:#010x}: value {v!r} is not a 32-bit number",
                                   path, at)
         reads[key], where[key] = values, line
-    return RecordedReader(reads, source=path, lines=where)
+    return RecordedReader(reads, source=path, lines=where, provenance=prov)

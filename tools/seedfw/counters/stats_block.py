@@ -98,6 +98,10 @@ class StatsBlockCounters(CounterSource):
     """Reads `seedfw_stats` from a running (or halted) firmware."""
 
     name = "stats-block"
+    # The block's format version and where it was read are identifiers; cycle_hz is the counter
+    # frequency the firmware declares (a constant or CNTFRQ), i.e. configuration: none of them is
+    # a measurement.
+    SETTINGS = frozenset({"version", "address", "cycle_hz"})
 
     def __init__(self, board, elf: str | Path | None = None):
         super().__init__(board)
@@ -112,6 +116,11 @@ class StatsBlockCounters(CounterSource):
         if size and size != SIZE:
             raise SeedfwError(f"symbol {SYMBOL} is {size} bytes, this reader expects {SIZE} "
                               "(stats.h changed?)", self.elf, SYMBOL)
+
+    def settings(self) -> dict:
+        from .provenance import shown_path
+
+        return {"elf": shown_path(self.elf), "symbol": SYMBOL}
 
     def sample(self, reader) -> dict:
         values = decode(reader.read(self.address, SIZE), str(self.elf))

@@ -13,6 +13,7 @@ from ..errors import SeedfwError
 BACKENDS = {
     "pyocd": "seedfw.flash.pyocd_runner:PyocdRunner",
     "rockusb": "seedfw.flash.rockusb:RockusbRunner",
+    "sdcard": "seedfw.flash.sdcard:SdcardRunner",
 }
 
 

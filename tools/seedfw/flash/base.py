@@ -6,6 +6,8 @@ to reach it), and offers `flash(image, verify=True)`. Backends register in `flas
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,13 +31,22 @@ class FlashResult:
 
 
 class FlashRunner:
-    """Base class. Subclasses set `name` and `capabilities` and implement `flash`.
+    """Base class (Zephyr west runner style). A subclass sets:
 
-    capabilities: subset of {"flash", "verify", "reset", "erase"}.
+    name:          the backend name (board.yaml `flash.backend`, or the option that selects it)
+    capabilities:  what it can do, a subset of COMMANDS; `run` refuses anything else
+    tool:          the host program it drives (checked on PATH before anything is touched),
+                   and tool_package, the Debian package that ships it
+    options:       {task option: help} — the `invoke flash` arguments it reads; `create` builds
+                   the runner from the task's arguments and passes exactly these on
+    and implements `flash(image, verify)` (and `reset`/`erase` when it claims them).
     """
 
     name = ""
     capabilities: frozenset[str] = frozenset()
+    tool: str | None = None
+    tool_package: str | None = None
+    options: dict[str, str] = {}
 
     def __init__(self, board, probe_uid: str | None = None, log=print):
         self.board = board
@@ -46,6 +57,37 @@ class FlashRunner:
     def from_board(cls, board, probe_uid: str | None = None, **kwargs) -> "FlashRunner":
         return cls(board, probe_uid, **kwargs)
 
+    @classmethod
+    def create(cls, board, args: dict, log=print) -> "FlashRunner":
+        """The runner for `invoke flash` arguments `args` (probe plus this runner's options)."""
+        kwargs = {k: args[k] for k in cls.options if args.get(k) is not None}
+        return cls.from_board(board, args.get("probe"), log=log, **kwargs)
+
+    @classmethod
+    @contextlib.contextmanager
+    def session(cls, board, args: dict, log=print):
+        """Yield a ready runner for the task (a runner that must first reach a probe, or start
+        QEMU, overrides this and cleans up after)."""
+        yield cls.create(board, args, log)
+
+    def check_tool(self) -> None:
+        if self.tool and shutil.which(self.tool) is None:
+            raise SeedfwError(f"{self.tool} is not installed (Debian package "
+                              f"{self.tool_package or self.tool}; run 'invoke setup')", None,
+                              "flash.backend")
+
+    def run(self, command: str, *args, **kwargs):
+        """Do `command` ("flash", "reset", "erase"; flash with verify=True needs "verify") after
+        checking that this runner supports it and that its tool is installed."""
+        wanted = {command} | ({"verify"} if command == "flash" and kwargs.get("verify", True)
+                              else set())
+        missing = sorted(wanted - set(self.capabilities))
+        if missing:
+            raise SeedfwError(f"the {self.name} runner cannot {' or '.join(missing)} (it can: "
+                              f"{', '.join(sorted(self.capabilities))})", None, "flash.backend")
+        self.check_tool()
+        return getattr(self, command)(*args, **kwargs)
+
     def flash(self, image: str | Path, verify: bool = True) -> FlashResult:
         raise NotImplementedError
 
@@ -55,6 +97,9 @@ class FlashRunner:
         if not image.is_file():
             raise SeedfwError("image file not found", image, "--image")
         return image
+
+
+COMMANDS = frozenset({"flash", "verify", "reset", "erase"})
 
 
 # e_machine numbers and the names used in messages (the ELF spec's)

@@ -12,8 +12,6 @@ from ..errors import SeedfwError
 ARCH_MACHINE = {"armv7m": 40, "aarch64": 183}      # board.yaml arch -> ELF e_machine
 
 
-# Which artifact of a build a backend programs when --image is not given (first one present).
-DEFAULT_ARTIFACTS = {"pyocd": ("mcu.elf", "mcu.hex", "mcu.bin"), "rockusb": ("idbloader.img",)}
 
 
 def _read_manifest(manifest: Path) -> dict:
@@ -35,7 +33,7 @@ def _artifacts(manifest: Path, data: dict) -> list[dict]:
     return artifacts
 
 
-def find_image(board, image, output) -> Path:
+def find_image(board, image, output, backend: str | None = None) -> Path:
     """--image, or the board's flashable artifact listed in <out>/manifest.json (the build's)."""
     from ..paths import output_dir
 
@@ -45,12 +43,38 @@ def find_image(board, image, output) -> Path:
     manifest = out / "manifest.json"
     if not manifest.is_file():
         raise SeedfwError("no --image given and no build output here (run the build first)", manifest)
-    artifacts = {a.get("name"): a.get("path") for a in _artifacts(manifest, _read_manifest(manifest))}
-    for name in DEFAULT_ARTIFACTS.get(board.flash_backend, ()):
-        if name in artifacts:
-            return out / artifacts[name]
-    raise SeedfwError(f"manifest lists none of {', '.join(DEFAULT_ARTIFACTS.get(board.flash_backend, ()))}; "
-                      "pass --image", manifest, "artifacts")
+    # What each backend programs is declared by the package that built it (BootArtifact.flash),
+    # listed in order under the manifest's "flash"; the first one present wins.
+    data = _read_manifest(manifest)
+    _artifacts(manifest, data)
+    declared = data.get("flash") or {}
+    if not isinstance(declared, dict):
+        raise SeedfwError("must be an object {backend: [paths]}", manifest, "flash")
+    for path in declared.get(backend or board.flash_backend) or ():
+        if (out / path).is_file():
+            return out / path
+    raise SeedfwError(f"the build declares no image for flash backend "
+                      f"'{backend or board.flash_backend}'; pass --image", manifest, "flash")
+
+
+def default_loader(board, output) -> Path | None:
+    """The loader the build declares (boot role "loader", e.g. the RK3588 maskrom loader), or
+    None when the manifest has none; refused when it is a NON-FUNCTIONAL placeholder."""
+    from ..paths import output_dir
+
+    out = output_dir(board.name, output)
+    manifest = out / "manifest.json"
+    if not manifest.is_file():
+        return None
+    data = _read_manifest(manifest)
+    for a in _artifacts(manifest, data):
+        if (a.get("declared") or {}).get("role") == "loader":
+            if a.get("functional") is False:
+                raise SeedfwError("NON-FUNCTIONAL loader, refusing to use it: "
+                                  f"{(data.get('non_functional') or {}).get(a.get('name'), '')}",
+                                  out / str(a.get("path")), "--loader")
+            return out / str(a.get("path"))
+    return None
 
 
 def _manifest_for(image: Path) -> Path | None:
@@ -71,11 +95,18 @@ def check_image_board(board, image: Path) -> None:
     from ..flash.base import ELF_SUFFIXES, EM_NAMES, check_elf_image
 
     size = image.stat().st_size
-    if size == 0:
-        raise SeedfwError("empty image (0 bytes): nothing to program", image)
     manifest = _manifest_for(image)
     if manifest is not None:
         data = _read_manifest(manifest)
+        entry = next((a for a in _artifacts(manifest, data)
+                      if isinstance(a, dict) and Path(manifest.parent, str(a.get("path"))).resolve()
+                      == image.resolve()), None)
+        if entry is not None and entry.get("functional") is False:
+            why = (data.get("non_functional") or {}).get(image.name, "a placeholder")
+            raise SeedfwError(f"NON-FUNCTIONAL image, refusing to flash it: {why}", image)
+    if size == 0:
+        raise SeedfwError("empty image (0 bytes): nothing to program", image)
+    if manifest is not None:
         built_for = data.get("board")
         if built_for and built_for != board.name:
             raise SeedfwError(f"image was built for board '{built_for}', not '{board.name}'", manifest, "board")

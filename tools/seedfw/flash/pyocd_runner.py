@@ -10,6 +10,7 @@ the only proof. Zephyr's pyocd runner has no verify step.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -45,6 +46,24 @@ class PyocdRunner(FlashRunner):
 
     name = "pyocd"
     capabilities = frozenset({"flash", "verify", "reset", "erase"})
+    options = {"target": "pyOCD target type (default: bench entry, then board.yaml pyocd.target)",
+               "bench": "bench file (default $SEEDFW_BENCH)"}
+
+    @classmethod
+    @contextlib.contextmanager
+    def session(cls, board, args: dict, log=print):
+        """Reach the probe first: --probe, else the board's bench entry; `qemu:auto` starts
+        QEMU for the task, and once flashed the first UART line shows that the image runs."""
+        from .probe_ids import check_probe_uid
+        from .reach import reach_probe
+
+        if args.get("probe"):
+            check_probe_uid(args["probe"])
+        with reach_probe(board, args.get("probe"), args.get("bench")) as (uid, bench_target, qemu):
+            yield cls(board, uid, log=log, target=args.get("target") or bench_target)
+            if qemu is not None:
+                out = qemu.wait_uart("\n", timeout=5.0)
+                log("uart: " + out.strip().splitlines()[0])
 
     def __init__(self, board, probe_uid=None, log=print, target: str | None = None, options=None):
         super().__init__(board, probe_uid, log)

@@ -4,8 +4,8 @@ split: the bench file says what is there, this says how to talk to it)."""
 from __future__ import annotations
 
 import contextlib
-import os
 
+from .. import paths
 from ..errors import SeedfwError
 
 
@@ -17,7 +17,7 @@ def reach_probe(board, probe, bench_path, uart_log=None):
 
     entry = None
     if not probe:
-        if not (bench_path or os.environ.get("SEEDFW_BENCH")):
+        if not (bench_path or paths.env_path("SEEDFW_BENCH")):
             raise SeedfwError(f"no --probe and no bench file for board '{board.name}'", None, "--probe")
         entries = benchmod.load(bench_path)
         entry = benchmod.entry_for_board(entries, board.name)

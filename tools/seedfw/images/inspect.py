@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import dvfs
+from .. import dvfs, models
 from ..errors import SeedfwError
 from . import fdt, fit_sig, package
 from .entries import F_ENCRYPTED, F_LZ4, MODEL_SUBTYPES, T_DVFS, T_MODEL
@@ -30,6 +30,7 @@ class Row:
     hash_algo: str
     hash_ok: bool
     detail: str = ""
+    synthetic: bool = False   # a model blob whose own metadata says it is filler (models.py)
 
 
 @dataclass
@@ -99,6 +100,10 @@ def inspect(path: str | Path, pubkey: str | Path | None = None, find_key: bool =
                               f"({exc})", path) from None
     if blob[:4] == b"SPKG":
         return _inspect_package(path, blob)
+    from . import boot_inspect          # RKNS boot images, GPT disk images, maskrom loaders
+    if boot_inspect.recognises(blob) or boot_inspect.placeholder_reason(path):
+        return boot_inspect.inspect(path, blob, Report, Row,
+                                    lambda p, b: _inspect_fit(p, b, None))
     raise SeedfwError(f"not a FIT image or seedfw boot package (magic {blob[:4].hex()})", path,
                       "offset 0x0")
 
@@ -115,6 +120,27 @@ def _dvfs_detail(data: bytes) -> tuple[str, bool]:
     text = (f"{len(t['domains'])} domains, {t['opp_count']} opps, {len(t['hints'])} hints, "
             f"profile={t['default_profile']}, crc {'ok' if t['crc_ok'] else 'BAD'}")
     return text, t["crc_ok"]
+
+
+def _synthetic(model_type: str, stored: bytes, lz4: bool) -> str | None:
+    """models.synthetic_marker on a model entry's bytes (expanded first when stored as lz4blk;
+    a container that does not expand is reported by _lz4_detail, not here)."""
+    data = stored
+    if lz4:
+        from ..compress import container
+
+        try:
+            data = container.read_container(stored)
+        except SeedfwError:
+            return None
+    return models.synthetic_marker(model_type, data)
+
+
+def _note_synthetic(report: "Report") -> None:
+    fake = [r.name for r in report.rows if r.synthetic]
+    if fake:
+        report.notes.append(f"{len(fake)} model blob(s) are SYNTHETIC (filler, not runnable "
+                            f"models; their own metadata says so): {', '.join(fake)}")
 
 
 def _lz4_detail(stored: bytes, expected_size: int) -> tuple[str, bool]:
@@ -138,9 +164,13 @@ def _inspect_package(path: Path, blob: bytes) -> Report:
     for e in pkg.entries:
         detail = []
         ok = e.ok
+        synthetic = None
         if e.type_id == T_MODEL:
             names = {v: k for k, v in MODEL_SUBTYPES.items()}
             detail.append(names.get(e.subtype, f"subtype {e.subtype}"))
+            synthetic = _synthetic(detail[-1], pkg.data(blob, e), bool(e.flags & F_LZ4))
+            if synthetic:
+                detail.append("SYNTHETIC")
         if e.flags & F_LZ4:
             text, lz4_ok = _lz4_detail(pkg.data(blob, e), e.uncompressed_size)
             detail.append(text)
@@ -154,7 +184,8 @@ def _inspect_package(path: Path, blob: bytes) -> Report:
             detail.append(text)
             ok = ok and crc_ok
         report.rows.append(Row(e.name, e.kind, e.uncompressed_size, e.size, "sha256+crc32",
-                               ok, ", ".join(detail)))
+                               ok, ", ".join(detail), bool(synthetic)))
+    _note_synthetic(report)
     return report
 
 
@@ -196,9 +227,13 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
         if node.str("seedfw,compression"):
             size = node.u32("seedfw,uncompressed-size") or size
         detail = []
+        synthetic = None
         if node.str("seedfw,model-type"):
             kind = "model"
             detail.append(node.str("seedfw,model-type"))
+            synthetic = _synthetic(detail[-1], data, node.str("seedfw,compression") == "lz4blk")
+            if synthetic:
+                detail.append("SYNTHETIC")
             if "seedfw,encrypted" in node.props:
                 detail.append("encrypted")
             if node.str("seedfw,compression") == "lz4blk":
@@ -217,7 +252,8 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
         if node.u32("load") is not None:
             detail.append(f"load 0x{node.u32('load'):x}")
         report.rows.append(Row(node.name, kind, size, len(data), "+".join(algos) or "none", ok,
-                               ", ".join(d for d in detail if d)))
+                               ", ".join(d for d in detail if d), bool(synthetic)))
+    _note_synthetic(report)
     configs = root.children.get("configurations")
     for conf in (configs.children.values() if configs else ()):
         refs = [conf.str(k) for k in ("firmware", "kernel", "fdt") if conf.str(k)]
@@ -252,6 +288,7 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
 def render(report: Report, console=None) -> None:
     """Print the report as a rich table."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
@@ -264,7 +301,11 @@ def render(report: Report, console=None) -> None:
                       "[green]ok[/green]" if r.hash_ok else "[bold red]BAD[/bold red]", r.detail)
     console.print(table)
     for note in report.notes:
-        console.print(note)
+        # the synthetic-model note is a warning a reader must not skim past
+        if "SYNTHETIC" in note:
+            console.print(f"[bold yellow]warning:[/] {escape(note)}")
+        else:
+            console.print(note)
     console.print("all hashes ok" if report.ok else
                   f"[bold red]{sum(not r.hash_ok for r in report.rows)} entries FAILED[/bold red]")
 

@@ -83,6 +83,21 @@ def _inputs(ctx) -> dict:
     return doc
 
 
+def boot_artifacts(ctx):
+    """The firmware FIT (fit boards) or the boot package (package boards), as the board reads them."""
+    from ..packages import BootArtifact
+    fmt = ctx.board.image["format"]
+    if fmt == "fit":
+        reader = "U-Boot (bootm/iminfo verify every hash)" if ctx.values.get("UBOOT") else \
+            "the board's loader"
+        return [BootArtifact(f"{ctx.board.name}.itb", "firmware-fit", reader,
+                             "firmware partition of the disk image")]
+    if fmt == "package":
+        return [BootArtifact(f"{ctx.board.name}-boot.pkg", "boot-package",
+                             "the BL33 payload (verifies it)", "DRAM at the boot-package region")]
+    return []
+
+
 def add_steps(plan, ctx) -> list[Path]:
     def run(step):
         build_images(ctx.values, ctx.board, ctx.images, firmware_for(ctx),

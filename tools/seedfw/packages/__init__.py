@@ -66,6 +66,36 @@ class BuildContext:
         return plan.toolchain_version(compiler, self.stamp_dir)
 
 
+@dataclass(frozen=True)
+class BootArtifact:
+    """A file in images/ that a board reads at boot, as its package declares it.
+
+    name:     file name in <out>/images/
+    role:     what it is to the boot chain ("boot", "idbloader", "fit", "bios", "bl33",
+              "firmware-fit", "boot-package", "mcu", "loader", "disk")
+    read_by:  who reads it (the boot ROM, SPL, QEMU's -bios, U-Boot, ...)
+    location: where it is read from (storage and offset, or how it is handed over)
+    flash:    backends (board.yaml flash.backend) that program this file when `invoke flash` is
+              given no --image; the first declared one present wins
+    at_boot:  False for a file only declared as a flash default (e.g. the MCU's ELF, which pyOCD
+              programs segment by segment), so it keeps its manifest role
+    The manifest carries this declaration ("declared") and gives role "boot" to the files read
+    at boot; flash defaults (manifest "flash"), the default loader, and the
+    report read it from there, so no file name is hard-coded outside the package that makes it.
+    """
+
+    name: str
+    role: str
+    read_by: str
+    location: str
+    flash: tuple[str, ...] = ()
+    at_boot: bool = True
+
+    def manifest(self) -> dict:
+        return {"role": self.role, "read_by": self.read_by, "location": self.location,
+                "flash": list(self.flash), "at_boot": self.at_boot}
+
+
 class Package:
     """Base class. `name` is the package's log name and step prefix; `symbols` the Kconfig it reads."""
 
@@ -80,6 +110,10 @@ class Package:
 
     def artifacts(self, ctx: BuildContext) -> list[Path]:
         """Files this package leaves in <out>/images/."""
+        return []
+
+    def boot_artifacts(self, ctx: BuildContext) -> list[BootArtifact]:
+        """Which of its files the board reads at boot, and from where (see BootArtifact)."""
         return []
 
     # helpers shared by packages
@@ -110,8 +144,12 @@ def _registry():
     from .mcu import McuPackage
     from .payload import PayloadPackage
     from .tfa import TfaPackage
+    from .uboot import UbootPackage
+    from .buildroot import BuildrootPackage
+    from .kernel import KernelPackage
     # Order matters only for display; dependencies between packages are explicit step deps.
-    return [PayloadPackage(), TfaPackage(), McuPackage()]
+    return [PayloadPackage(), TfaPackage(), UbootPackage(), McuPackage(), BuildrootPackage(),
+            KernelPackage()]
 
 
 def enabled(values: dict) -> list[Package]:

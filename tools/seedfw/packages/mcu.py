@@ -7,7 +7,7 @@ from pathlib import Path
 from .. import plan
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
-from . import Package
+from . import BootArtifact, Package
 
 SOURCE = FIRMWARE_DIR / "mcu"
 # The flash algorithm pyOCD runs on the target is checked in as generated Python (the pyOCD target
@@ -39,6 +39,14 @@ class McuPackage(Package):
 
     def artifacts(self, ctx):
         return [ctx.images / n for n in self.OUTPUTS]
+
+    def boot_artifacts(self, ctx):
+        # pyOCD programs the ELF (segment by segment) or the HEX when present; the raw image is
+        # what the core reads from flash at reset.
+        return [BootArtifact("mcu.elf", "mcu", "pyOCD", "load segments", ("pyocd",), False),
+                BootArtifact("mcu.hex", "mcu", "pyOCD", "Intel HEX records", ("pyocd",), False),
+                BootArtifact("mcu.bin", "mcu", "Cortex-M3 at reset (vector table at 0x0)",
+                             "internal flash at 0x0", ("pyocd",))]
 
     def steps(self, ctx):
         makefile = SOURCE / "Makefile"

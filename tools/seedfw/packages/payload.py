@@ -23,7 +23,8 @@ class PayloadPackage(Package):
 
     Kconfig symbols read: PAYLOAD (enables it), CROSS_COMPILE_A, BUILD_ID, BUILD_JOBS,
     COMPRESS_SECTIONS (+ the COMPRESS_* symbols of seedfw.compress.stage: the payload stores its
-    .rodata as an LZ4 container that start.S's early hook expands before main).
+    .rodata as an LZ4 container that start.S's early hook expands before main), LZ4_DECODER
+    (which decoder variant it links: make LZ4_DECODER=fast|small).
     Board fields read: memory regions `bl33` (link/load address) and `boot-package` (where the
     payload verifies the boot package, optional), `uart.base` (PL011).
     Steps: payload.build (make); with COMPRESS_SECTIONS also payload.compress (container appended
@@ -35,7 +36,8 @@ class PayloadPackage(Package):
     """
 
     name = "payload"
-    symbols = ("PAYLOAD", "CROSS_COMPILE_A", "BUILD_ID", "BUILD_JOBS", "COMPRESS_SECTIONS")
+    symbols = ("PAYLOAD", "CROSS_COMPILE_A", "BUILD_ID", "BUILD_JOBS", "COMPRESS_SECTIONS",
+               "LZ4_DECODER")
     STEP_VERSION = "2"
     COMPRESS_VERSION = "1"
 
@@ -66,6 +68,7 @@ class PayloadPackage(Package):
         if self.compress(ctx):
             region = board.region("bl33")
             out["RODATA_ADDR"] = hex(region.base + region.size // RODATA_OFFSET_DIVISOR)
+            out["LZ4_DECODER"] = ctx.values.get("LZ4_DECODER") or "fast"   # kconfig choice
         return out
 
     @staticmethod

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import plan, sources, util
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
-from . import BuildContext, Package
+from . import BootArtifact, BuildContext, Package
 
 PATCH_DIR = FIRMWARE_DIR / "tf-a" / "patches"
 
@@ -55,13 +55,15 @@ class TfaPackage(Package):
 
     Kconfig symbols read: TFA (enables it), TFA_VERSION, TFA_PLATFORM, TFA_DEBUG, TFA_LOG_LEVEL,
     TFA_SEPARATE_CODE_AND_RODATA, TFA_EXTRA_MAKE_VARS, CROSS_COMPILE_A, BUILD_ID, BUILD_JOBS,
-    PAYLOAD (on boards whose targets include `fip`, the payload is packed as BL33).
+    PAYLOAD, UBOOT (on boards whose targets include `fip`, U-Boot — or without it the payload —
+    is packed as BL33).
     Board fields read: tfa.platform (fallback for TFA_PLATFORM), tfa.targets.
     Steps: tfa.fetch (pinned archive into the shared cache) → tfa.extract (unpack + our patches into
     <out>/build/tf-a-src) → tfa.build (make with BUILD_BASE=<out>/build/tf-a).
     With TFA_COMPRESS_RODATA (+ the COMPRESS_* symbols of seedfw.compress.stage) BL31's .rodata is
     stored as an LZ4 container that BL31 expands at its first instruction (our patch 0001):
-    tfa.build makes only `bl31` (SEPARATE_CODE_AND_RODATA=1 SEEDFW_LZ4_RODATA=1) → tfa.compress
+    tfa.build makes only `bl31` (SEPARATE_CODE_AND_RODATA=1 SEEDFW_LZ4_RODATA=1, and
+    SEEDFW_LZ4_DECODER=fast|small from LZ4_DECODER: which decoder variant BL31 links) → tfa.compress
     (seedfw.compress.bl31: flat bl31-lz4.bin on boards with a FIP, load-segment bl31-lz4.elf
     otherwise) → on FIP boards tfa.fip (`make all fip BL31=images/bl31-lz4.bin BL33=…`).
     Outputs in <out>/images/: bl31.elf always (the unmodified ELF, for debugging); for PLAT=qemu
@@ -74,7 +76,8 @@ class TfaPackage(Package):
     name = "tfa"
     symbols = ("TFA", "TFA_VERSION", "TFA_PLATFORM", "TFA_DEBUG", "TFA_LOG_LEVEL",
                "TFA_SEPARATE_CODE_AND_RODATA", "TFA_EXTRA_MAKE_VARS", "CROSS_COMPILE_A",
-               "BUILD_ID", "BUILD_JOBS", "PAYLOAD", "TFA_COMPRESS_RODATA", "COMPRESS_SECTIONS")
+               "BUILD_ID", "BUILD_JOBS", "PAYLOAD", "TFA_COMPRESS_RODATA", "COMPRESS_SECTIONS",
+               "LZ4_DECODER")
     FETCH_VERSION = "1"
     EXTRACT_VERSION = "1"
     BUILD_VERSION = "2"
@@ -92,7 +95,14 @@ class TfaPackage(Package):
         return list((ctx.board.tfa or {}).get("targets", ["bl31"]))
 
     def with_bl33(self, ctx: BuildContext) -> bool:
-        return "fip" in self.targets(ctx) and bool(ctx.values.get("PAYLOAD"))
+        return "fip" in self.targets(ctx) and bool(ctx.values.get("PAYLOAD") or
+                                                   ctx.values.get("UBOOT"))
+
+    @staticmethod
+    def bl33(ctx: BuildContext) -> Path:
+        """What the FIP carries as BL33: U-Boot when it is built (it then loads the payload from
+        the disk image), else the payload itself."""
+        return ctx.images / ("u-boot.bin" if ctx.values.get("UBOOT") else "bl33.bin")
 
     def compress(self, ctx: BuildContext) -> bool:
         return bool(ctx.values.get("TFA_COMPRESS_RODATA"))
@@ -112,6 +122,12 @@ class TfaPackage(Package):
         if self.compress(ctx):
             names.append(self.compressed_name(ctx))
         return [ctx.images / n for n in names]
+
+    def boot_artifacts(self, ctx):
+        if self.has_fip(ctx) and self.platform(ctx) == "qemu":
+            return [BootArtifact("qemu_fw.bios", "bios", "QEMU virt (-bios), BL1 then BL2 from the FIP",
+                                 "secure flash at 0x0 (BL1; FIP at 0x40000)")]
+        return []     # rk3588: BL31 travels in a FIT (U-Boot's u-boot.itb or the firmware FIT)
 
     def boot_image(self, ctx: BuildContext) -> str:
         """The file in images/ a board reads at boot that carries BL31."""
@@ -146,6 +162,7 @@ class TfaPackage(Package):
             out.append("SEPARATE_CODE_AND_RODATA=1")
         if v.get("TFA_COMPRESS_RODATA"):
             out.append("SEEDFW_LZ4_RODATA=1")     # SEEDFW_LZ4_DIR (a path) is added at run time
+            out.append(f"SEEDFW_LZ4_DECODER={v.get('LZ4_DECODER') or 'fast'}")  # kconfig choice
         return out + self.extra_vars(ctx)
 
     def steps(self, ctx):
@@ -188,7 +205,8 @@ class TfaPackage(Package):
         def build(step):
             self.build(ctx, tree, build_base, step)
 
-        bl33 = (payload_final_step(ctx),) if self.with_bl33(ctx) else ()
+        bl33 = () if not self.with_bl33(ctx) else \
+            ("uboot.build",) if ctx.values.get("UBOOT") else (payload_final_step(ctx),)
         steps = [
             plan.Step("tfa.fetch", fetch, inputs=fetch_inputs, version=self.FETCH_VERSION,
                       package=self.name),
@@ -253,7 +271,7 @@ class TfaPackage(Package):
         self.fresh_dir(build_base)
         extra = []
         if self.with_bl33(ctx) and not self.compress(ctx):
-            extra.append(f"BL33={ctx.images / 'bl33.bin'}")
+            extra.append(f"BL33={self.bl33(ctx)}")
         plat_dir = self._make(ctx, tree, build_base, extra + self.make_targets(ctx), step)
         files = {"bl31.elf": plat_dir / "bl31" / "bl31.elf"}
         if self.has_fip(ctx) and self.compress(ctx):
@@ -268,7 +286,7 @@ class TfaPackage(Package):
         instead of building its own). Same BUILD_BASE as tfa.build: BL31's objects stay there."""
         extra = [f"BL31={packed}"]
         if self.with_bl33(ctx):
-            extra.append(f"BL33={ctx.images / 'bl33.bin'}")
+            extra.append(f"BL33={self.bl33(ctx)}")
         plat_dir = self._make(ctx, tree, build_base, extra + self.targets(ctx), step)
         files = {f"{e}.elf": plat_dir / e / f"{e}.elf" for e in ("bl1", "bl2")}
         files.update({n: plat_dir / n for n in self.BINARIES if n != "bl31.bin"})

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from html import escape
 
-from .markdown import KINDS_LINE, bandwidth_rows, num, pct, signed
+from .markdown import KINDS_LINE, bandwidth_rows, num, pct, settings_text, signed
+from .provenance import describe, kind_text
 
 COLOURS = {"ROM": "#4e79a7", "ROM+RAM": "#f28e2b", "RAM": "#59a14f", "raw": "#9aa7b4",
            "compressed": "#4e79a7", "dict": "#e15759", "grow": "#e15759", "shrink": "#59a14f",
@@ -22,6 +23,7 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;p
 td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.85em}
 .kind-estimated{color:#b35c00;font-weight:bold}.kind-measured{color:#2a7a2a;font-weight:bold}
 .na{color:#777;font-style:italic}figure.plot{margin:1em 0}svg text{font-size:12px}
+span[data-synthetic]{color:#b00020;font-weight:bold}.warn{color:#b00020;font-weight:bold}
 """
 LABEL_W, BAR_W, ROW_H = 300, 480, 18
 LABEL_CHARS = 44          # ~6.5 px per character at 12 px: what fits in LABEL_W
@@ -144,7 +146,8 @@ def plots(report: dict) -> dict[str, str | None]:
 def bandwidth_groups(bw: dict) -> list[tuple[str, list]]:
     """Byte figures of the bandwidth part, grouped so labels stay short; colour = kind."""
     def bar(label, f):
-        return (label, f["value"], f["kind"], f"{label}: {f['value']:,} {f['unit']}, {f['kind']}")
+        return (label, f["value"], f["kind"],
+                f"{label}: {f['value']:,} {f['unit']}, {kind_text(f)}")
     groups = []
     if bw["boot"]["available"]:
         bars = []
@@ -159,12 +162,15 @@ def bandwidth_groups(bw: dict) -> list[tuple[str, list]]:
             bar(i["file"], i["storage_read"]) for i in bw["images"]["items"]]))
     if bw["models"]["available"]:
         m = bw["models"]
-        groups.append((f"models: DDR bytes per inference at {m['frame_rate']['value']} frames/s",
+        filler = ", SYNTHETIC filler blobs" if m.get("synthetic_models") else ""
+        groups.append((f"models: DDR bytes per inference at {m['frame_rate']['value']} "
+                       f"frames/s{filler}",
                        [bar(k, f) for k, f in m["per_inference"].items()]))
     if bw["measured"]["available"]:
         bars = [bar(c["name"], c) for c in bw["measured"]["counters"] if c["unit"] == "bytes"]
         if bars:
-            groups.append((f"measured ({bw['measured']['source']})", bars))
+            groups.append((f"measured ({bw['measured']['provenance']['label']}; "
+                           f"{bw['measured']['source']})", bars))
     return groups
 
 
@@ -178,6 +184,12 @@ def _table(header, rows, numeric=()) -> str:
 
 def _kind(kind: str) -> str:
     return f'<span class="kind-{kind}">{escape(kind)}</span>'
+
+
+def _kind_fig(f: dict) -> str:
+    """A figure's kind with its provenance / synthetic qualifier (report/provenance.py)."""
+    extra = f' data-synthetic="{escape(f["synthetic"])}"' if f.get("synthetic") else ""
+    return f'<span class="kind-{f["kind"]}"{extra}>{escape(kind_text(f))}</span>'
 
 
 def render(report: dict) -> str:
@@ -238,8 +250,17 @@ def render(report: dict) -> str:
     h.append("<h2>Bandwidth</h2>")
     h.append(_plot("bandwidth", p["bandwidth"], "no byte figures available"))
     h.append(_table(["figure", "value", "unit", "kind", "source"],
-                    [[e(label), num(f["value"]), e(f["unit"]), _kind(f["kind"]),
+                    [[e(label), num(f["value"]), e(f["unit"]), _kind_fig(f),
                       e(f.get("source", ""))] for label, f in bandwidth_rows(bw)], {1}))
+    for key in ("models", "measured"):
+        if bw[key]["available"] and bw[key].get("warning"):
+            h.append(f'<p class="warn">{e(key)}: {e(bw[key]["warning"])}</p>')
+    m = bw["measured"]
+    if m["available"]:
+        h.append(f"<p>measured: {e(m['source'])} is {e(describe(m['provenance']))}</p>")
+        if m["settings"]:
+            h.append(f"<p>counter settings (configuration, not measurements): "
+                     f"{e(settings_text(m['settings']))}</p>")
     if report["notes"]:
         h.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"])
                  + "</ul>")

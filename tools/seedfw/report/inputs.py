@@ -16,17 +16,14 @@ from pathlib import Path
 from .. import util
 from ..errors import SeedfwError
 from ..paths import ROOT
+from . import provenance as report_provenance
 
 ELF_MACHINES = ("AArch64", "ARM")   # target ELFs; host tools in a build tree (fiptool) are skipped
-# Decompression cost when no benchmark result exists: an estimate, labelled as such. Basis:
-# python-lz4 (liblz4 1.9.4) decompresses rodata at 1.5-4.5 GB/s on this class of ~3 GHz x86
-# host (FACTS.md), i.e. roughly 0.7-2 cycles/byte; boot code on a Cortex-A with cold caches is
-# slower, so we take the pessimistic end.
-DEFAULT_CYCLES_PER_BYTE = 2.0
-SPEED_FILES = ("bench/results/lz4_speed.json",)
-# Identifiers and settings in a counters JSON (stats block header, DFI configuration): shown by
-# `invoke counters`, but they are not measurements.
-NOT_COUNTERS = {"magic", "version", "ddr_type", "burst_length", "bus_width", "address"}
+# Identifiers and settings in a counters JSON written before documents had `settings`
+# (stats block header, DFI configuration, sampling interval, declared counter frequency): shown
+# by `invoke counters`, but they are not measurements.
+NOT_COUNTERS = {"magic", "version", "ddr_type", "burst_length", "bus_width", "address",
+                "interval_ms", "cycle_hz"}
 
 
 def not_available(why: str) -> str:
@@ -213,32 +210,25 @@ def read_compression(outdir: Path):
     return rows, dict(dictionary=dictionary, dict_total=dict_total), None
 
 
-def read_decompress_speed(outdir: Path):
-    """Cycles per byte of the decompressor: from a benchmark result (bench/results/
-    lz4_speed.json in the tree or <out>/bench/lz4_speed.json: {cycles_per_byte} or
-    {bytes, cycles}) → kind 'measured' source the file; else the documented constant →
-    kind 'estimated'. Returns a figure dict."""
-    for path in [outdir / "bench" / "lz4_speed.json"] + [ROOT / p for p in SPEED_FILES]:
-        if not path.is_file():
-            continue
-        data = load_json(path)
-        cpb = pick(data, "cycles_per_byte", "ours_cycles_per_byte")
-        if cpb is None and pick(data, "cycles") and pick(data, "bytes"):
-            cpb = data["cycles"] / data["bytes"]
-        if isinstance(cpb, (int, float)) and cpb > 0:
-            return dict(value=round(float(cpb), 3), unit="cycles/byte", kind="measured",
-                        source=_rel(path), note="decompressor benchmark result")
-    return dict(value=DEFAULT_CYCLES_PER_BYTE, unit="cycles/byte", kind="estimated",
-                source="constant seedfw.report.inputs.DEFAULT_CYCLES_PER_BYTE",
-                note="no decompressor benchmark result found (bench/results/lz4_speed.json); "
-                     "liblz4 decompresses 1.5-4.5 GB/s on a ~3 GHz host, the slow end is taken")
+def read_decompress_speed(outdir: Path, config: dict | None = None):
+    """Cycles per byte of the decompressor the build links, as a figure dict (value, unit, kind,
+    source, note, host, date, variant): seedfw.decoder_speed decides. 'measured' only for this
+    host's bench/lz4_speed.py result for the linked decoder variant (config LZ4_DECODER_*;
+    read from <out>/config.json when not given); another host's, another variant's or an old
+    result, or the documented constant, is 'estimated' and says so."""
+    from .. import decoder_speed
+    if config is None:
+        config, _ = read_config(outdir)
+    return decoder_speed.decompress_speed(config)
 
 
 def read_models(outdir: Path, manifest: dict | None, board: str | None = None,
                 config: dict | None = None):
     """Model blobs: manifest `models` ({name, file|path (relative to <out>), size|bytes,
-    compressed_size|stored_size}), else the files in <out>/models/, else what
-    seedfw.models.for_build(board, config) says the build embeds (the board's models.yaml)."""
+    compressed_size|stored_size, type}), else the files in <out>/models/, else what
+    seedfw.models.for_build(board, config) says the build embeds (the board's models.yaml).
+    Each row's `synthetic` is seedfw.models.synthetic_marker of the blob (None: not synthetic,
+    or no blob to look at)."""
     rows = []
     for e in _manifest_entries(manifest, "models"):
         rel = pick(e, "file", "path", "blob")
@@ -248,13 +238,14 @@ def read_models(outdir: Path, manifest: dict | None, board: str | None = None,
             size = path.stat().st_size
         if not isinstance(size, int):
             continue
+        found = path if path is not None and path.is_file() else None
         rows.append(dict(name=pick(e, "name", default=Path(rel or "?").name), size=size,
                          compressed_size=pick(e, "compressed_size", "stored_size"),
-                         path=path if path is not None and path.is_file() else None))
+                         path=found, synthetic=_synthetic(found, pick(e, "type"))))
     if not rows and (outdir / "models").is_dir():
         for path in sorted(p for p in (outdir / "models").iterdir() if p.is_file()):
             rows.append(dict(name=path.name, size=path.stat().st_size, compressed_size=None,
-                             path=path))
+                             path=path, synthetic=_synthetic(path)))
     if not rows and board and config:
         rows = _models_from_tree(board, config)
     if not rows:
@@ -273,14 +264,27 @@ def _models_from_tree(board: str, config: dict) -> list[dict]:
     except SeedfwError:
         return []
     return [dict(name=m.name, size=m.size, path=m.path,
-                 compressed_size=m.stored_size if m.compression == "lz4" else None)
+                 compressed_size=m.stored_size if m.compression == "lz4" else None,
+                 synthetic=m.synthetic)
             for m in models.for_build(board_obj, config)]
 
 
+def _synthetic(path: Path | None, type_: str | None = None) -> str | None:
+    """seedfw.models.synthetic_marker of a blob file (type from the manifest, else the suffix)."""
+    from .. import models
+    if path is None:
+        return None
+    return models.synthetic_marker(type_ or path.suffix.lstrip("."), path.read_bytes())
+
+
 def read_counters(path: Path | None):
-    """A counters JSON (`invoke counters --json`): every numeric leaf becomes a measured figure
-    named by its JSON path (e.g. 'bytes_decompressed', 'channels.0.read_bytes'), except the
-    identifiers and settings in NOT_COUNTERS; unit guessed from the name (byte, cycle, ns)."""
+    """A counters JSON (`invoke counters --json`: {provenance, settings, readings}, see
+    seedfw.counters.provenance) → ({provenance, settings, counters}, None). Every numeric leaf
+    of `readings` becomes a measured figure named by its JSON path (e.g. 'bytes_decompressed',
+    'channels.0.read_bytes') carrying the document's provenance; unit guessed from the name
+    (byte, cycle, ns). `settings` are returned apart and never become figures.
+    A flat document (older `invoke counters`, or a hand-made file) is read whole except the
+    identifiers and settings in NOT_COUNTERS, with provenance unknown."""
     if path is None:
         return None, not_available("no counters given (--counters FILE from 'invoke counters "
                                    "--json')")
@@ -297,14 +301,19 @@ def read_counters(path: Path | None):
         # counters they would be shown as measurements.
         raise SeedfwError(f"is a {schema} document, not counters from 'invoke counters --json'",
                           path, "schema")
+    prov, settings, readings = _counters_parts(data, path)
+    fig_prov = report_provenance.for_figure(prov)
     out = []
 
     def walk(node, prefix):
         if isinstance(node, bool) or prefix.rsplit(".", 1)[-1] in NOT_COUNTERS:
             return
         if isinstance(node, (int, float)):
-            out.append(dict(name=prefix, value=node, kind="measured", source=path.name,
-                            unit=_guess_unit(prefix)))
+            fig = dict(name=prefix, value=node, kind="measured", source=path.name,
+                       unit=_guess_unit(prefix), provenance=fig_prov)
+            if fig_prov["synthetic"]:
+                fig["synthetic"] = "register values"
+            out.append(fig)
         elif isinstance(node, dict):
             for k, v in node.items():
                 walk(v, f"{prefix}.{k}" if prefix else str(k))
@@ -312,11 +321,39 @@ def read_counters(path: Path | None):
             for i, v in enumerate(node):
                 walk(v, f"{prefix}.{i}" if prefix else str(i))
 
-    walk(data, "")
+    walk(readings, "")
     if not out:
         raise SeedfwError("holds no numeric counter values (expected the output of "
                           "'invoke counters --json')", path)
-    return out, None
+    return dict(provenance=dict(fig_prov, detail=prov), settings=settings, counters=out), None
+
+
+def _counters_parts(data, path: Path):
+    """(provenance or None, settings, readings) of a counters document; a provenance that is
+    there but malformed is an error naming the field (it would otherwise read as 'unknown')."""
+    from ..counters.provenance import SOURCES
+
+    if not isinstance(data, dict) or not ({"provenance", "readings"} & data.keys()):
+        flat = data if isinstance(data, dict) else {}
+        return None, {k: flat[k] for k in flat if k in NOT_COUNTERS}, data
+    prov = data.get("provenance")
+    if prov is not None:
+        if not isinstance(prov, dict):
+            raise SeedfwError("must be an object {source, how, ...}", path, "provenance")
+        if prov.get("source") not in SOURCES:
+            raise SeedfwError(f"{prov.get('source')!r} is not one of {', '.join(SOURCES)}", path,
+                              "provenance.source")
+        if prov["source"] == "recorded" and not isinstance(prov.get("recording"), (dict,
+                                                                                   type(None))):
+            raise SeedfwError("must be the recording's provenance object or null", path,
+                              "provenance.recording")
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        raise SeedfwError("must be an object", path, "settings")
+    readings = data.get("readings")
+    if not isinstance(readings, dict):
+        raise SeedfwError("must be an object of counter values", path, "readings")
+    return prov, settings, readings
 
 
 def _guess_unit(name: str) -> str:

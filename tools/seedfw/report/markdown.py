@@ -7,9 +7,15 @@ holds figures has a `kind` column or states the kind in its heading.
 
 from __future__ import annotations
 
+from .provenance import describe, flagged, kind_text
+
 KINDS_LINE = ("Kinds: **computed** = derived exactly from build artifacts; **estimated** = "
               "involves an assumption or a constant; **measured** = read back at run time or "
-              "by a benchmark.")
+              "by a benchmark, always with where from: *live* (a board, through a debug probe), "
+              "*emulated* (a guest in QEMU: emulator cycle counts, not a chip's), *recorded* "
+              "(register values replayed from a file; *synthetic* = made up for tests, not "
+              "captured from hardware), *benchmark*, or *provenance unknown*. \"for synthetic "
+              "…\" marks figures made from synthetic inputs (e.g. filler model blobs).")
 
 
 def num(value) -> str:
@@ -48,7 +54,8 @@ def render(report: dict) -> str:
     if report.get("build_id"):
         lines += [f"Build id: `{report['build_id']}`", ""]
     lines += [KINDS_LINE, ""]
-    for part in (_images, _elfs, _compression, _deltas, _bandwidth):
+    from ..buildroot import report as os_report
+    for part in (_images, _elfs, _compression, _deltas, _bandwidth, os_report.markdown):
         lines += part(report)
     if report["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in report["notes"]] + [""]
@@ -183,15 +190,33 @@ def bandwidth_rows(bw: dict) -> list[tuple[str, dict]]:
     return rows
 
 
+def kind_cell(f: dict) -> str:
+    """The kind with its provenance / synthetic qualifier, bold unless plainly computed."""
+    text = kind_text(f)
+    return f"**{text}**" if flagged(f) else text
+
+
+def settings_text(settings: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in settings.items())
+
+
 def _bandwidth(report) -> list[str]:
     bw = report["bandwidth"]
     lines = ["## Bandwidth", ""]
-    rows = [[label, num(f["value"]), f["unit"], f"**{f['kind']}**" if f["kind"] != "computed"
-             else f["kind"], f.get("source", "")] for label, f in bandwidth_rows(bw)]
+    rows = [[label, num(f["value"]), f["unit"], kind_cell(f), f.get("source", "")]
+            for label, f in bandwidth_rows(bw)]
     lines += table(["figure", "value", "unit", "kind", "source"], rows, {1})
     for key in ("boot", "images", "models", "measured"):
         if not bw[key]["available"]:
             lines.append(f"- {key}: _{bw[key]['note']}_")
+        elif bw[key].get("warning"):
+            lines.append(f"- {key}: **{bw[key]['warning']}**")
     if bw["models"]["available"]:
         lines.append(f"- models: {next(iter(bw['models']['per_inference'].values()))['note']}")
+    m = bw["measured"]
+    if m["available"]:
+        lines.append(f"- measured: {m['source']} is {describe(m['provenance'])}")
+        if m["settings"]:
+            lines.append(f"- counter settings (configuration, not measurements): "
+                         f"{settings_text(m['settings'])}")
     return lines + [""]

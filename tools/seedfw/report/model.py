@@ -9,6 +9,10 @@ cycle count) is a *figure* {value, unit, kind, source[, note]} where kind is
               constant, DDR traffic models);
   measured  - read back from hardware or an emulator at run time (counters JSON) or from a
               benchmark run (the decompressor benchmark's cycles/byte).
+A measured figure always carries `provenance` {source: live|recorded|emulated|benchmark|unknown,
+label, synthetic}, and a figure made from synthetic inputs (test register values, filler model
+blobs) says so in `synthetic`; renderers print both next to the kind (report/provenance.py).
+Counter settings (sampling interval, DDR type, ...) are listed apart, never as figures.
 A computed figure combined with an estimated one is estimated; nothing we compute is ever
 labelled measured. Row tables of ELF sections carry one `kind` for the whole table.
 Sections whose input is missing carry available=false and note "not available: <why>".
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from .. import stats, stats_diff, util
 from ..errors import SeedfwError
-from . import inputs
+from . import inputs, provenance
 
 REPORT_SCHEMA = "seedfw-report/1"
 TOP_SYMBOLS = 5
@@ -57,6 +61,9 @@ def build_report(outdir, baseline=None, counters=None, board: str | None = None)
     config, config_note = inputs.read_config(outdir)
     manifest, manifest_note = inputs.read_manifest(outdir)
     notes = [n for n in (config_note, manifest_note) if n]
+    # Placeholder images (built with --allow-missing-blobs) must not pass for firmware here either.
+    notes += [f"NON-FUNCTIONAL {name}: {why}" for name, why in
+              ((manifest or {}).get("non_functional") or {}).items()]
     images_rows, images_note = inputs.list_images(outdir, manifest)
     elf_paths = inputs.find_elfs(outdir, manifest)
 
@@ -73,6 +80,10 @@ def build_report(outdir, baseline=None, counters=None, board: str | None = None)
     report["deltas"] = _deltas(outdir, images_rows, elf_paths, baseline)
     report["bandwidth"] = _bandwidth(outdir, config, manifest, images_rows, comp_rows,
                                      comp_summary, counters, report["board"])
+    from ..buildroot import report as os_report      # the OS, when the build made a rootfs
+    os_section = os_report.section(outdir)
+    if os_section:
+        report["os"] = os_section
     for key in ("images", "elfs", "compression", "deltas"):
         if not report[key]["available"]:
             notes.append(f"{key}: {report[key]['note']}")
@@ -80,6 +91,8 @@ def build_report(outdir, baseline=None, counters=None, board: str | None = None)
         part = report["bandwidth"][key]
         if not part["available"]:
             notes.append(f"bandwidth.{key}: {part['note']}")
+        elif part.get("warning"):
+            notes.append(f"bandwidth.{key}: {part['warning']}")
     report["notes"] = notes
     return report
 
@@ -192,9 +205,13 @@ def _deltas(outdir, images_rows, elf_paths, baseline) -> dict:
 def _bandwidth(outdir, config, manifest, images_rows, comp_rows, comp_summary,
                counters, board) -> dict:
     cpb = inputs.read_decompress_speed(outdir)
+    # read_decompress_speed calls a figure measured only for a benchmark run (bench/
+    # lz4_speed.py) on this host: that is its provenance unless it gives its own.
+    cpb = provenance.ensure(cpb, {"source": "benchmark", "where": cpb.get("host")})
     out = dict(cycles_per_byte=cpb)
     # bytes (computed) x cycles/byte is an estimate even when cycles/byte was measured.
-    cost_src = f"raw bytes x {cpb['value']} cycles/byte ({cpb['kind']}: {cpb['source']})"
+    cost_src = (f"raw bytes x {cpb['value']} cycles/byte ({provenance.kind_text(cpb)}: "
+                f"{cpb['source']})")
     cost_note = "estimate: bytes x cycles/byte, not a measurement"
     if comp_rows is None:
         out["boot"] = unavailable(inputs.not_available("no compression results, so nothing is "
@@ -222,9 +239,29 @@ def _bandwidth(outdir, config, manifest, images_rows, comp_rows, comp_summary,
     out["models"] = _bandwidth_models(outdir, config, manifest, board)
     measured, note = inputs.read_counters(counters)
     out["measured"] = unavailable(note) if measured is None else \
-        dict(available=True, source=Path(counters).name, counters=measured)
+        dict(available=True, source=Path(counters).name, **measured)
+    if measured is not None:
+        warning = _measured_warning(measured["provenance"], Path(counters).name)
+        if warning:
+            out["measured"]["warning"] = warning
     out["available"] = any(out[k]["available"] for k in ("boot", "images", "models", "measured"))
     return out
+
+
+def _measured_warning(prov: dict, name: str) -> str | None:
+    """What a reader of the counters must not miss: synthetic, emulated or unknown origin."""
+    from ..counters.provenance import EMULATED_NOTE
+    if prov["synthetic"]:
+        return (f"the counters in {name} are decoded from SYNTHETIC recorded register values "
+                "(test data), not read from hardware")
+    if prov["source"] == "unknown":
+        return f"{name} does not say where its values came from (provenance unknown)"
+    if prov["source"] == "recorded" and prov["label"].endswith("provenance unknown"):
+        return f"the counters in {name} are replayed from a recording that does not say where " \
+               "or how it was made"
+    if prov["source"] == "emulated":
+        return f"the counters in {name} were read in an emulator ({prov['label']}): {EMULATED_NOTE}"
+    return None
 
 
 def _bandwidth_images(images_rows, comp_rows) -> dict:
@@ -276,8 +313,16 @@ def _bandwidth_models(outdir, config, manifest, board) -> dict:
         if comp is None and r["path"] is not None:
             comp, method = _lz4_size(r["path"], level)
             source = f"{method} of the blob, computed by the report"
-        items.append(dict(name=r["name"], size=_comp(r["size"], source="model blob size"),
-                          compressed=None if comp is None else _comp(comp, source=source)))
+        item = dict(name=r["name"], size=_comp(r["size"], source="model blob size"),
+                    compressed=None if comp is None else _comp(comp, source=source),
+                    synthetic=bool(r.get("synthetic")))
+        if r.get("synthetic"):
+            item["synthetic_why"] = r["synthetic"]
+            for key in ("size", "compressed"):
+                if item[key]:
+                    item[key]["synthetic"] = "filler model blob"
+        items.append(item)
+    fake = [i["name"] for i in items if i["synthetic"]]
     raw = sum(i["size"]["value"] for i in items)
     have_comp = all(i["compressed"] for i in items)
     comp = sum(i["compressed"]["value"] for i in items) if have_comp else None
@@ -285,6 +330,11 @@ def _bandwidth_models(outdir, config, manifest, board) -> dict:
               "compressed figures assume a streaming decompressor in front of the NPU (no DDR "
               "write-back); a blob decompressed into DDR once at load costs the uncompressed "
               "figure per inference")
+    if fake:
+        # The figures are arithmetic on blob sizes: with filler blobs they describe the filler,
+        # not the network a product would run. Said in the note, the figure and the notes list.
+        assume = (f"for SYNTHETIC filler blobs ({', '.join(fake)}), not real model weights: "
+                  + assume)
     per_inf = dict(uncompressed=figure(raw, "bytes", "estimated", "sum of blob sizes", assume))
     per_sec = dict(uncompressed=figure(raw * rate, "bytes/s", "estimated",
                                        f"per inference x {rate} frames/s", assume))
@@ -293,10 +343,19 @@ def _bandwidth_models(outdir, config, manifest, board) -> dict:
                                        assume)
         per_sec["compressed"] = figure(comp * rate, "bytes/s", "estimated",
                                        f"per inference x {rate} frames/s", assume)
-    return dict(available=True, frame_rate=figure(rate, "frames/s", "computed",
+    if fake:
+        for f in list(per_inf.values()) + list(per_sec.values()):
+            f["synthetic"] = "filler model blobs"
+    part = dict(available=True, frame_rate=figure(rate, "frames/s", "computed",
                                                   "config MODEL_FRAME_RATE"),
                 compress_enabled=bool((config or {}).get("MODELS_COMPRESS")),
-                items=items, per_inference=per_inf, per_second=per_sec)
+                items=items, per_inference=per_inf, per_second=per_sec,
+                synthetic_models=fake)
+    if fake:
+        part["warning"] = (f"{len(fake)} of {len(items)} model blobs are SYNTHETIC filler "
+                           f"({', '.join(fake)}): the model DDR figures describe filler, not "
+                           "real networks")
+    return part
 
 
 def _lz4_size(path: Path, level: int) -> tuple[int, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import util
 from . import build_report, write_report
 
-VERSION = "1"
+VERSION = "2"      # 2: provenance and synthetic flags (issue 11): rewrite older reports
 INPUTS = ("manifest.json", "compression.json", "config.json")
 OUTPUTS = ("report.json", "report.md", "report.html")
 

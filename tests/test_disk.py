@@ -1,0 +1,86 @@
+"""The GPT disk image (genimage) and its .bmap, read back from the bytes, and `invoke inspect` of
+the disk image and of u-boot-rockchip.bin, with corrupted copies as negative controls."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+import builds
+from cli import invoke
+from seedfw.images import gpt, idblock
+
+MIB = 1 << 20
+
+
+def _inspect_json(path):
+    proc = invoke("inspect", path, "--json")
+    return proc, json.loads(proc.stdout) if proc.stdout.startswith("{") else None
+
+
+@pytest.mark.slow
+def test_gpt_layout(rk3588_build):
+    disk = builds.image(rk3588_build, "rk3588-disk.img").read_bytes()
+    table = gpt.parse(disk)
+    assert table.ok
+    assert [(p.name, p.offset, p.size) for p in table.partitions] == [
+        ("firmware", 16 * MIB, 16 * MIB), ("boot", 32 * MIB, 16 * MIB), ("rootfs", 48 * MIB, 16 * MIB)]
+    sd = builds.image(rk3588_build, "u-boot-rockchip.bin").read_bytes()
+    assert disk[64 * 512:64 * 512 + len(sd)] == sd             # sector 64, byte-exact
+    fit_at = 32 * 1024 + idblock.SD_FIT_OFFSET                  # = 8 MiB: where SPL looks
+    assert fit_at == 8 * MIB and disk[fit_at:fit_at + 4] == b"\xd0\x0d\xfe\xed"
+    fit = builds.image(rk3588_build, "rk3588.itb").read_bytes()
+    assert disk[16 * MIB:16 * MIB + len(fit)] == fit
+    rootfs = disk[48 * MIB:64 * MIB]
+    assert rootfs[1024 + 56:1024 + 58] == b"\x53\xef" and rootfs[1024 + 120:1024 + 126] == b"rootfs"
+    bmap = builds.image(rk3588_build, "rk3588-disk.img.bmap").read_text()
+    assert f"<ImageSize> {len(disk)} </ImageSize>" in bmap and "sha256" in bmap
+
+
+@pytest.mark.slow
+def test_inspect_disk_image(rk3588_build):
+    proc, doc = _inspect_json(builds.image(rk3588_build, "rk3588-disk.img"))
+    assert proc.returncode == 0, proc.stderr
+    assert doc["format"] == "gpt disk image" and doc["ok"]
+    names = [r["name"] for r in doc["rows"]]
+    assert names[:5] == ["GPT header", "GPT entries", "partition 1 firmware", "partition 2 boot",
+                         "partition 3 rootfs"]
+    assert {"boot@32K/idblock header", "boot@32K/DDR init (TPL)", "boot@32K/U-Boot SPL",
+            "boot@32K/u-boot.itb/dvfs", "firmware/dvfs"} <= set(names)
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert rows["partition 3 rootfs"]["detail"].endswith("ext4 'rootfs'")
+    assert rows["partition 2 boot"]["detail"].endswith("empty")
+
+
+@pytest.mark.slow
+def test_inspect_u_boot_rockchip(rk3588_build):
+    proc, doc = _inspect_json(builds.image(rk3588_build, "u-boot-rockchip.bin"))
+    assert proc.returncode == 0 and doc["format"] == "rockchip boot image", proc.stderr
+    names = [r["name"] for r in doc["rows"]]
+    assert names[:3] == ["idblock header", "DDR init (TPL)", "U-Boot SPL"]
+    assert "u-boot.itb/atf-1" in names and "u-boot.itb/fdt-1" in names
+
+
+@pytest.mark.slow
+def test_inspect_names_what_is_corrupted(rk3588_build, tmp_path):
+    """Negative controls: one flipped byte in SPL, in the firmware FIT, in the GPT entry array."""
+    sd = tmp_path / "u-boot-rockchip.bin"
+    blob = bytearray(builds.image(rk3588_build, "u-boot-rockchip.bin").read_bytes())
+    blob[0x13000 + 64] ^= 0x10
+    sd.write_bytes(bytes(blob))
+    proc = invoke("inspect", sd)
+    assert proc.returncode == 1 and "1 entries failed verification: U-Boot SPL" in proc.stderr
+
+    disk = tmp_path / "disk.img"
+    shutil.copy(builds.image(rk3588_build, "rk3588-disk.img"), disk)
+    fit = builds.image(rk3588_build, "rk3588.itb").read_bytes()
+    data = bytearray(disk.read_bytes())
+    data[16 * MIB + len(fit) // 2] ^= 0x01          # inside BL31's data in the firmware FIT
+    data[2 * 512 + 48] ^= 0x01                      # GPT entry array (first entry's attributes)
+    disk.write_bytes(bytes(data))
+    proc, doc = _inspect_json(disk)
+    failed = [r["name"] for r in doc["rows"] if not r["hash_ok"]]
+    assert proc.returncode == 1 and "GPT entries" in failed
+    assert len([n for n in failed if n.startswith("firmware/")]) == 1

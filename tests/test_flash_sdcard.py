@@ -1,0 +1,70 @@
+"""The sdcard runner: `invoke flash --to FILE` writes the disk image with `bmaptool copy` and
+reads it back; it refuses a mounted target and one smaller than the image."""
+
+from __future__ import annotations
+
+import pytest
+
+import builds
+from cli import invoke, one_error_line
+from seedfw import boards
+from seedfw.errors import SeedfwError
+from seedfw.flash import bmap
+from seedfw.flash.sdcard import SdcardRunner, mounted_at
+from seedfw.images import gpt
+
+MOUNTS = ("sysfs /sys sysfs rw 0 0\n"
+          "/dev/sdb1 /media/card\\040one vfat rw 0 0\n"
+          "/dev/mmcblk0p2 /mnt/root ext4 rw 0 0\n")
+
+
+def test_mounted_at_finds_the_device_or_its_partitions():
+    assert mounted_at("/dev/sdb", MOUNTS) == "/media/card one"
+    assert mounted_at("/dev/sdb1", MOUNTS) == "/media/card one"
+    assert mounted_at("/dev/mmcblk0", MOUNTS) == "/mnt/root"
+    assert mounted_at("/dev/sdc", MOUNTS) is None and mounted_at("/dev/sd", MOUNTS) is None
+
+
+def test_refuses_a_mounted_target(tmp_path):
+    card = tmp_path / "card.img"
+    card.write_bytes(bytes(4096))
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"{card} /media/x ext4 rw 0 0\n")      # as a loop-mounted image shows
+    image = tmp_path / "disk.img"
+    image.write_bytes(bytes(1024))
+    with pytest.raises(SeedfwError) as err:
+        SdcardRunner(boards.get("rk3588"), to=card, mounts=mounts).flash(image)
+    assert err.value.line() == (f"{card}: --to: is mounted at /media/x: unmount it first "
+                                "(writing a mounted card corrupts it)")
+    assert card.read_bytes() == bytes(4096)
+
+
+@pytest.mark.slow
+def test_flash_onto_a_file(rk3588_build, tmp_path):
+    card = tmp_path / "card.img"
+    with open(card, "wb") as f:
+        f.truncate(128 << 20)
+    proc = invoke("flash", "--board", "rk3588", "--output", rk3588_build.outdir, "--to", card)
+    assert proc.returncode == 0, proc.stderr
+    disk = builds.image(rk3588_build, "rk3588-disk.img")
+    ranges = bmap.load(disk.with_name(disk.name + ".bmap")).ranges
+    mapped = sum(n for _, n in ranges)
+    assert f"via sdcard ({mapped} bytes, {mapped} verified)" in proc.stdout
+    image, written = disk.read_bytes(), card.read_bytes()
+    assert written[:len(image)] == image                        # holes are zero on both sides
+    assert gpt.parse(written).ok and written[64 * 512:64 * 512 + 4] == b"RKNS"
+
+
+@pytest.mark.slow
+def test_refuses_a_target_smaller_than_the_image(rk3588_build, tmp_path):
+    card = tmp_path / "small.img"
+    with open(card, "wb") as f:
+        f.truncate(32 << 20)
+    line = one_error_line(invoke("flash", "--board", "rk3588", "--output", rk3588_build.outdir,
+                                 "--to", card))
+    size = builds.image(rk3588_build, "rk3588-disk.img").stat().st_size     # 64 MiB + backup GPT
+    assert line == f"error: {card}: --to: is 33,554,432 bytes, smaller than the {size:,}-byte image"
+    line = one_error_line(invoke("flash", "--board", "rk3588", "--output", rk3588_build.outdir,
+                                 "--to", tmp_path / "nope"))
+    assert line.endswith("nope: --to: does not exist (a card reader's device, or a file to write "
+                         "into)")

@@ -1,0 +1,150 @@
+"""The OS FIT U-Boot boots: kernel + Buildroot initramfs + boot script, each with a sha256.
+
+(build.py STAGES entry, before the disk image, which writes it raw into the "boot" partition.)
+
+Why a FIT and not extlinux.conf: U-Boot verifies every image's sha256 before using it (`iminfo`),
+the same way it already treats our firmware FIT, so a corrupted kernel or rootfs stops the boot
+in U-Boot with its own "Bad hash value" line instead of reaching Linux; and a raw partition
+needs no filesystem in the image and no filesystem driver in U-Boot.
+
+The boot script (image "boot", run by `source <addr>:boot`) works on a copy of U-Boot's own DT —
+QEMU's, with the PSCI node TF-A added, i.e. the only DT that knows what TF-A provides — adds a
+`no-map` reserved-memory node over the boot package U-Boot has just copied out of the firmware
+FIT (so the kernel leaves it alone and the agent may read it through /dev/mem), extracts the
+kernel and initramfs (extracting verifies their hashes again) and runs `booti`.
+
+Kconfig symbols read: BUILDROOT, KERNEL, UBOOT, BUILDROOT_ROOTFS_CPIO. Board: memory
+"boot-package". Output: images/<board>-os.itb (qemu-aarch64; rk3588's OS image is not done).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import plan as plan_mod
+from .. import util
+from ..errors import SeedfwError
+from ..packages import BootArtifact
+
+VERSION = "1"
+# Where U-Boot reads the OS FIT and unpacks it (qemu_arm64: RAM from 0x40000000; the firmware
+# FIT's payload sits at 0x60000000 and the boot package at 0x60400000).
+FIT_ADDR = 0x48000000
+KERNEL_ADDR = 0x40400000
+RAMDISK_ADDR = 0x4C000000
+# qemu_arm64's environment has no fdt_addr_r; the DT copy goes below the FIT (read up to 64 MiB).
+FDT_ADDR = 0x47000000
+FDT_COPY_SIZE = 0x100000
+KERNEL_ARGS = "console=ttyAMA0 panic=-1"
+
+
+def wanted(ctx) -> bool:
+    v = ctx.values
+    return bool(v.get("BUILDROOT") and v.get("KERNEL") and v.get("UBOOT") and
+                v.get("BUILDROOT_ROOTFS_CPIO") and ctx.board.soc != "rk3588")
+
+
+def name(ctx) -> str:
+    return f"{ctx.board.name}-os.itb"
+
+
+def bootcmd_branch(ctx) -> str:
+    """What U-Boot's boot command (seedfw.packages.uboot) does after the firmware FIT checked
+    out and the boot package is in place, when an OS FIT is built: read the "boot" partition,
+    verify every hash (iminfo) and run the FIT's boot script; a FIT that fails its hashes stops
+    the boot with U-Boot's "Bad hash value" and our "rejected" line. "" otherwise."""
+    if not wanted(ctx):
+        return ""
+    a = f"0x{FIT_ADDR:x}"
+    return ("echo seedfw: firmware FIT verified; "
+            "if part start virtio 0 boot os_blk && part size virtio 0 boot os_cnt && "
+            f"virtio read {a} ${{os_blk}} ${{os_cnt}} && iminfo {a}; then "
+            f"echo seedfw: OS FIT verified, running its boot script; source {a}:boot; fi; "
+            "echo seedfw: OS FIT rejected, not booting it; poweroff; ")
+
+
+def script(ctx, ramdisk_size: int) -> str:
+    r = next((m for m in ctx.board.memory if m.name == "boot-package"), None)
+    if r is None:
+        raise SeedfwError("no memory region 'boot-package'", ctx.board.dir / "board.yaml",
+                          "memory")
+    node = f"/reserved-memory/seedfw-boot-package@{r.base:x}"
+    return "\n".join([
+        f"echo seedfw: Linux with the boot package at 0x{r.base:x} reserved (no-map)",
+        f"fdt move ${{fdtcontroladdr}} 0x{FDT_ADDR:x} 0x{FDT_COPY_SIZE:x}",
+        "fdt mknode / reserved-memory",
+        "fdt set /reserved-memory '#address-cells' <2>",
+        "fdt set /reserved-memory '#size-cells' <2>",
+        "fdt set /reserved-memory ranges",
+        f"fdt mknode /reserved-memory seedfw-boot-package@{r.base:x}",
+        f"fdt set {node} reg <0x0 0x{r.base:x} 0x0 0x{r.size:x}>",
+        f"fdt set {node} no-map",
+        f"imxtract 0x{FIT_ADDR:x} kernel 0x{KERNEL_ADDR:x}",
+        f"imxtract 0x{FIT_ADDR:x} ramdisk 0x{RAMDISK_ADDR:x}",
+        f"setenv bootargs {KERNEL_ARGS}",
+        f"booti 0x{KERNEL_ADDR:x} 0x{RAMDISK_ADDR:x}:0x{ramdisk_size:x} 0x{FDT_ADDR:x}",
+        "echo seedfw: booti returned; not booting Linux", ""])
+
+
+def its(board: str, kernel_release: str) -> str:
+    def image(node, desc, data, kind, extra=""):
+        return (f"\t\t{node} {{\n\t\t\tdescription = \"{desc}\";\n"
+                f"\t\t\tdata = /incbin/(\"{data}\");\n\t\t\ttype = \"{kind}\";\n"
+                f"\t\t\tarch = \"arm64\";\n{extra}\t\t\tcompression = \"none\";\n"
+                "\t\t\thash-1 {\n\t\t\t\talgo = \"sha256\";\n\t\t\t};\n\t\t};\n")
+    linux = '\t\t\tos = "linux";\n'
+    return ("/dts-v1/;\n\n/ {\n"
+            f"\tdescription = \"seedfw {board} OS (Linux {kernel_release}, Buildroot rootfs)\";\n"
+            "\t#address-cells = <1>;\n\n\timages {\n"
+            + image("kernel", f"Linux {kernel_release}", "Image", "kernel",
+                    linux + f"\t\t\tload = <0x{KERNEL_ADDR:x}>;\n\t\t\tentry = <0x{KERNEL_ADDR:x}>;\n")
+            + image("ramdisk", "Buildroot initramfs", "rootfs.cpio", "ramdisk", linux)
+            + image("boot", "seedfw boot script", "boot.cmd", "script")
+            + "\t};\n\n\tconfigurations {\n\t\tdefault = \"conf-1\";\n\t\tconf-1 {\n"
+            f"\t\t\tdescription = \"seedfw {board} OS\";\n\t\t\tkernel = \"kernel\";\n"
+            "\t\t\tramdisk = \"ramdisk\";\n\t\t};\n\t};\n};\n")
+
+
+def boot_artifacts(ctx):
+    if not wanted(ctx):
+        return []
+    return [BootArtifact(name(ctx), "os-fit", "U-Boot (iminfo, then its boot script)",
+                         "disk partition \"boot\" (raw)")]
+
+
+def add_steps(plan, ctx) -> list[Path]:
+    if not wanted(ctx):
+        return []
+    out = ctx.images / name(ctx)
+    inputs_from = ("Image", "rootfs.cpio")
+
+    def inputs():
+        return {"images": {n: util.sha256_file(ctx.images / n) if (ctx.images / n).is_file()
+                           else None for n in inputs_from},
+                "epoch": util.source_date_epoch(), "board": ctx.board.name,
+                "script": script(ctx, 0), "its": its(ctx.board.name, ""),
+                "memory": [[m.name, m.base, m.size] for m in ctx.board.memory]}
+
+    def run(step):
+        work = ctx.build_dir("os-fit")
+        if work.exists():
+            import shutil
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        for n in inputs_from:
+            util.copy_file(ctx.images / n, work / n)
+        release = (ctx.values.get("KERNEL_PACKAGE") or "").removeprefix("linux-image-")
+        size = (work / "rootfs.cpio").stat().st_size
+        # In a FIT a script image's data is the script text itself (`source addr:boot`).
+        (work / "boot.cmd").write_text(script(ctx, size))
+        (work / "os.its").write_text(its(ctx.board.name, release))
+        plan_mod.run_command(["mkimage", "-f", "os.its", name(ctx)], cwd=work, log=step.log,
+                             env={"SOURCE_DATE_EPOCH": str(util.source_date_epoch())})
+        ctx.progress(f"  os: {name(ctx)} {(work / name(ctx)).stat().st_size:,} bytes "
+                     f"(kernel, initramfs {size:,} bytes, boot script)")
+        step.install({out: work / name(ctx)})
+
+    deps = tuple(s for s in ("buildroot.build", "kernel.extract") if s in plan.steps)
+    plan.add(plan_mod.Step("os.fit", run, deps=deps, inputs=inputs, version=VERSION,
+                           package="os", outputs=(out,)))
+    return [out]

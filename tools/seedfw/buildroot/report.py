@@ -1,0 +1,59 @@
+"""The report's OS section (seedfw.report.model adds it when the build made a rootfs).
+
+Figures, each with where it comes from: rootfs image sizes and entries (images/buildroot.json,
+computed from the files), bytes each Buildroot package installed in the target (Buildroot's
+build/packages-file-list.txt, the input of its graph-size), the kernel (images/Image and its
+pinned package), the OS FIT, and the source overrides the build used.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def section(outdir: Path) -> dict | None:
+    images = Path(outdir) / "images"
+    try:
+        info = json.loads((images / "buildroot.json").read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        config = json.loads((Path(outdir) / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    out = {"buildroot": info.get("version"), "rootfs": info.get("rootfs", {}),
+           "package_sizes": info.get("package_sizes", {}),
+           "overrides": info.get("overrides", []), "source": "images/buildroot.json"}
+    if (images / "Image").is_file():
+        out["kernel"] = {"package": config.get("KERNEL_PACKAGE"),
+                         "image_size": (images / "Image").stat().st_size}
+    fits = sorted(images.glob("*-os.itb"))
+    if fits:
+        out["os_fit"] = {"name": fits[0].name, "size": fits[0].stat().st_size}
+    return out
+
+
+def markdown(report: dict) -> list[str]:
+    os_ = report.get("os")
+    if not os_:
+        return []
+    lines = ["## OS", "", f"Buildroot {os_['buildroot']} ({os_['source']}).", "",
+             "| image | size (bytes) | entries |", "|---|---:|---:|"]
+    for name, e in os_["rootfs"].items():
+        lines.append(f"| {name} | {e['size']:,} | {e.get('entries', '')} |")
+    if os_.get("kernel"):
+        k = os_["kernel"]
+        lines.append(f"| Image ({k['package']}) | {k['image_size']:,} | |")
+    if os_.get("os_fit"):
+        lines.append(f"| {os_['os_fit']['name']} | {os_['os_fit']['size']:,} | |")
+    total = sum(os_["package_sizes"].values()) or 1
+    lines += ["", "| package (target) | installed bytes | share |", "|---|---:|---:|"]
+    for pkg, size in os_["package_sizes"].items():
+        lines.append(f"| {pkg} | {size:,} | {100 * size / total:.1f} % |")
+    lines += ["", "Source overrides (BR2_PACKAGE_OVERRIDE_FILE):", ""]
+    for o in os_["overrides"]:
+        built = "" if o.get("built", True) else " (not built in this configuration)"
+        lines.append(f"- {o['package']} {o['used']} instead of {o['buildroot_pins']}: "
+                     f"{o['file']} ({o['origin']}){built}")
+    return lines + [""]

@@ -1,0 +1,130 @@
+"""Where counter values came from: every `invoke counters --json` document says it.
+
+A counters document is
+    {"provenance": {...}, "settings": {...}, "readings": {...}}
+readings: what was read back (the only part a report may call measured);
+settings: the configuration the read used and identifiers of what was read (sampling interval,
+          DDR type, ELF, block address, the firmware's declared counter frequency): not
+          measurements, so the report lists them apart;
+provenance.source:
+  live      read from a real board's memory through a debug probe;
+  recorded  register values replayed from a recording file; `recording` is that file's own
+            provenance (who/where/when, `synthetic: true` for made-up values), or null when the
+            file says nothing ("provenance unknown": never taken for live);
+  emulated  read from a guest running in QEMU (version and machine given): the code ran, but
+            cycle counts are an emulator's, not a chip's.
+
+`label(provenance)` is the short text shown next to the kind in reports and on the terminal,
+e.g. "recorded, synthetic" or "emulated in QEMU 7.2.22, virt".
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import re
+import socket
+import subprocess
+
+SOURCES = ("live", "recorded", "emulated")
+EMULATED_NOTE = ("cycle counts come from the emulator (instruction counting or the host clock), "
+                 "not from a chip")
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+def shown_path(path) -> str:
+    """A path relative to the seedfw tree when inside it (documents are compared across
+    checkouts), else as given."""
+    from pathlib import Path
+
+    from ..paths import ROOT
+
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
+@functools.lru_cache(maxsize=4)
+def qemu_version(binary: str | None) -> str | None:
+    """'7.2.22' from `<binary> --version`, None when it cannot be run or parsed."""
+    if not binary:
+        return None
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version (\d+(?:\.\d+)+)", out)
+    return m.group(1) if m else None
+
+
+def live(probe: str, target: str | None = None) -> dict:
+    return {"source": "live", "how": "read from the board's memory through a debug probe (pyOCD)",
+            "probe": probe, "target": target, "host": _host(), "when": now()}
+
+
+def emulated(board, how: str, target: str | None = None, started: bool = True) -> dict:
+    """`started`: this command started the QEMU (its version is the board's binary's); a QEMU
+    someone else started is taken at its address and its version is not known."""
+    q = board.qemu or {}
+    version = qemu_version(q.get("binary")) if started else None
+    return {"source": "emulated", "how": how, "emulator": "QEMU", "qemu_version": version,
+            "qemu_binary": q.get("binary"), "machine": q.get("machine"), "cpu": q.get("cpu"),
+            "started_by_seedfw": started, "target": target, "note": EMULATED_NOTE,
+            "host": _host(), "when": now()}
+
+
+def through_pyocd(board, uid: str, target: str | None, started_qemu: bool) -> dict:
+    """A read through pyOCD: the qemu probe plug-in (qemu:HOST:PORT, or qemu:auto which started
+    QEMU just now) is an emulator behind pyOCD, not a board, so only other probes are live."""
+    if started_qemu or uid.lower().startswith("qemu:"):
+        return emulated(board, "stats block read through pyOCD's qemu probe plug-in (QEMU's GDB "
+                               "stub)", target=uid, started=started_qemu)
+    return live(uid, target)
+
+
+def recorded(path, recording: dict | None) -> dict:
+    """`recording`: the recording file's own provenance (None: the file does not say)."""
+    return {"source": "recorded",
+            "how": "register values replayed from a recording file and decoded by seedfw",
+            "file": shown_path(path), "recording": recording,
+            "synthetic": None if recording is None else bool(recording.get("synthetic")),
+            "host": _host(), "when": now()}
+
+
+def label(prov: dict | None) -> str:
+    """Short text for the kind column: 'live, probe X', 'recorded, synthetic', 'emulated in
+    QEMU 7.2.22, virt', 'provenance unknown'."""
+    if not isinstance(prov, dict) or prov.get("source") not in SOURCES:
+        return "provenance unknown"
+    src = prov["source"]
+    if src == "live":
+        return f"live, probe {prov['probe']}" if prov.get("probe") else "live"
+    if src == "emulated":
+        version = prov.get("qemu_version")
+        text = f"emulated in QEMU {version}" if version else "emulated in QEMU (version unknown)"
+        # the machine type without its options (virt,secure=on → virt); the detail keeps all
+        machine = str(prov.get("machine") or "").split(",")[0]
+        return text + (f", {machine}" if machine else "")
+    rec = prov.get("recording")
+    if not isinstance(rec, dict):
+        return "recorded, provenance unknown"
+    if rec.get("synthetic"):
+        return "recorded, synthetic"
+    where = f" on {rec['where']}" if rec.get("where") else ""
+    when = f", {rec['when']}" if rec.get("when") else ""
+    return f"recorded{where}{when}"
+
+
+def is_synthetic(prov: dict | None) -> bool:
+    return isinstance(prov, dict) and prov.get("source") == "recorded" and \
+        isinstance(prov.get("recording"), dict) and bool(prov["recording"].get("synthetic"))

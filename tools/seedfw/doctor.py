@@ -1,0 +1,193 @@
+"""`invoke doctor`: is every host program and file the tasks use on this machine?
+
+Three sources of rows:
+  * `host.NEEDS` — programs on PATH and files at fixed paths (globs), each with its package;
+  * QEMU's own word on the data files it loads for each board's machine arguments (`qemu_needs`):
+    which ROMs a machine pulls in depends on the arguments (a default NIC loads an iPXE option ROM),
+    so we ask QEMU (`info qtree` romfile properties, `info roms`, or its "failed to find romfile"
+    error) instead of keeping a second list that could drift from board.yaml;
+  * nothing else: a task that runs a host program not in NEEDS is a bug tests/test_host.py exists
+    to catch, by checking every row against Debian's metadata (`closure`, `owner`).
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import host
+from .host import Need
+
+PROBE_TIMEOUT = 20.0
+
+
+@dataclass
+class Check:
+    need: Need
+    found: str | None           # the resolved path, None when missing
+
+    @property
+    def ok(self) -> bool:
+        return self.found is not None
+
+
+def locate(need: Need) -> str | None:
+    """Where `need` is on this machine: PATH for a tool, the first glob match for a file."""
+    if need.kind == "tool":
+        return shutil.which(need.what)
+    hits = sorted(glob.glob(need.what))
+    return hits[0] if hits else None
+
+
+# QEMU data directories → the package that fills them (used to name the package of a file that is
+# missing, when dpkg cannot be asked). Paths are what `qemu-system-* -L help` prints on bookworm.
+QEMU_DATA_PACKAGES = (("ipxe", "ipxe-qemu"), ("seabios", "seabios"), ("qemu", "qemu-system-data"))
+_ROM_PACKAGE = ((re.compile(r"^(efi|pxe)-.*\.rom$"), "ipxe-qemu"),
+                (re.compile(r"^(bios.*\.bin|vgabios.*\.bin)$"), "seabios"))
+_MISSING = re.compile(r"""(?:failed to find romfile|Could not find ROM image|could not find) ["']([^"']+)["']""",
+                      re.I)
+_ROMFILE = re.compile(r'\bromfile = "([^"]+)"')
+_ROM_NAME = re.compile(r'\bname="([^"]+)"')
+
+
+def qemu_data_dirs(binary: str) -> list[Path]:
+    out = subprocess.run([binary, "-L", "help"], capture_output=True, text=True).stdout
+    return [Path(line.strip()).resolve() for line in out.splitlines() if line.strip()]
+
+
+def qemu_probe(args: list[str]) -> tuple[set[str], str | None]:
+    """Start QEMU stopped (-S) with `args` (machine, cpu, memory, board args; no images) and
+    return (the data files it loads, its error line if it failed to start)."""
+    cmd = [a for a in args if a != "-nographic"]
+    cmd += ["-S", "-display", "none", "-serial", "none", "-parallel", "none", "-monitor", "stdio"]
+    try:
+        proc = subprocess.run(cmd, input="info qtree\ninfo roms\nquit\n", capture_output=True,
+                              text=True, timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return set(), f"{cmd[0]} did not answer its monitor within {PROBE_TIMEOUT:g} s"
+    text = proc.stdout + proc.stderr
+    files = {m.group(1) for m in _MISSING.finditer(text)}
+    files |= {m.group(1) for m in _ROMFILE.finditer(text)}
+    # `info roms` also lists blobs QEMU generates (dtb, ACPI tables): only a path is a file.
+    files |= {Path(m.group(1)).name for m in _ROM_NAME.finditer(text) if m.group(1).startswith("/")}
+    error = None
+    if proc.returncode != 0:
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        error = lines[-1] if lines else f"exit code {proc.returncode}"
+    return files, error
+
+
+def rom_package(name: str, path: str | None) -> str:
+    if path:
+        for part, package in QEMU_DATA_PACKAGES:
+            if f"/{part}" in path:
+                return package
+    for pattern, package in _ROM_PACKAGE:
+        if pattern.match(name):
+            return package
+    return "qemu-system-data"
+
+
+def qemu_needs(board_args: dict[str, list[str]]) -> list[Need]:
+    """Rows for the data files QEMU loads for each board's arguments ({board: args})."""
+    needs: dict[str, Need] = {}
+    for board, args in board_args.items():
+        if shutil.which(args[0]) is None:
+            continue                     # the binary's own row reports it missing
+        files, error = qemu_probe(args)
+        dirs = qemu_data_dirs(args[0])
+        for name in sorted(files):
+            found = next((str(d / name) for d in dirs if (d / name).exists()), None)
+            what = found or str(dirs[0] / name if dirs else name)
+            why = f"run: QEMU loads it for board {board} ({' '.join(args[1:5])})"
+            needs.setdefault(what, Need(what, rom_package(name, found), why, "file"))
+        if error and not files:
+            needs[f"{board}:qemu"] = Need(args[0], "qemu-system-arm",
+                                          f"run: QEMU refuses board {board}'s arguments: {error}")
+    return list(needs.values())
+
+
+def board_qemu_args() -> dict[str, list[str]]:
+    from . import boards, qemu
+    return {b.name: qemu.machine_args(b) for b in map(boards.get, boards.names()) if b.qemu}
+
+
+def all_needs() -> list[Need]:
+    return list(host.NEEDS) + qemu_needs(board_qemu_args())
+
+
+def run_checks(needs: list[Need] | None = None) -> list[Check]:
+    needs = all_needs() if needs is None else needs
+    checks = []
+    for need in needs:
+        found = locate(need)
+        # A probe row (QEMU refused the arguments) is never ok: the tool exists but cannot run.
+        if need.why.startswith("run: QEMU refuses"):
+            found = None
+        checks.append(Check(need, found))
+    return checks
+
+
+def table(checks: list[Check]) -> str:
+    rows = [("", "what", "package", "needed for")]
+    for c in checks:
+        rows.append(("ok" if c.ok else "MISSING", c.found or c.need.what, c.need.package, c.need.why))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}"
+                     for r in rows)
+
+
+def missing_packages(checks: list[Check]) -> list[str]:
+    return list(dict.fromkeys(c.need.package for c in checks if not c.ok))
+
+
+# --- Debian's metadata: what the apt list really brings (tests/test_host.py) -----------------------
+
+def closure(pkgs: list[str]) -> set[str]:
+    """Every package `apt-get install --no-install-recommends pkgs` can bring: the Depends and
+    Pre-Depends closure (all alternatives and providers of virtual packages included), from
+    `apt-cache depends --recurse`. Recommends and Suggests are exactly what a fresh machine lacks."""
+    cmd = ["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
+           "--no-breaks", "--no-replaces", "--no-enhances", *pkgs]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    names = set()
+    for line in out.splitlines():
+        if line and not line[0].isspace():
+            names.add(line.strip().strip("<>").split(":")[0])
+        elif line.strip().startswith(("Depends:", "|Depends:", "PreDepends:", "|PreDepends:")):
+            names.add(line.split(":", 1)[1].strip().strip("<>").split(":")[0])
+    return names
+
+
+def owner(path: str) -> str | None:
+    """The package dpkg says ships `path` (or the file it links to), None when none does."""
+    paths = [path, str(Path(path).resolve())]
+    # merged /usr: dpkg knows /bin/tar, the machine finds /usr/bin/tar
+    paths += [p[4:] for p in paths if p.startswith(("/usr/bin/", "/usr/sbin/", "/usr/lib/"))]
+    for candidate in dict.fromkeys(paths):
+        proc = subprocess.run(["dpkg-query", "-S", candidate], capture_output=True, text=True)
+        for line in proc.stdout.splitlines():
+            if line.startswith("diversion by"):
+                continue
+            pkg, _, _ = line.partition(": ")
+            return pkg.split(",")[0].split(":")[0].strip()
+    return None
+
+
+def outside_closure(needs: list[Need], pkgs: list[str]) -> list[str]:
+    """One line per row whose file is absent or shipped by a package outside closure(pkgs)."""
+    allowed = closure(pkgs)
+    problems = []
+    for need in needs:
+        found = locate(need)
+        if found is None:
+            problems.append(f"{need.what}: not on this machine (package {need.package})")
+            continue
+        pkg = owner(found)
+        if pkg not in allowed:
+            problems.append(f"{found}: shipped by {pkg or 'no package'}, outside the closure")
+    return problems

@@ -1,0 +1,109 @@
+"""`sdcard` runner: write the disk image to an SD card (or eMMC in a reader, or a file) with
+`bmaptool copy`, which writes only the mapped ranges and checks each range's sha256 from the
+.bmap as it goes. Selected by `invoke flash --to TARGET` (any board with a disk image).
+
+Options: to (a block device such as /dev/sdX, or a regular file standing for one).
+Refused before anything is written: a target that is mounted (it or any of its partitions, per
+/proc/mounts) — overwriting a mounted filesystem corrupts it and whatever the host still writes —
+and a target smaller than the image. Capabilities: flash, verify. After the copy the runner reads
+every mapped range back from the target and compares it (bmaptool checks the image it reads, not
+what the card stored).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+from ..errors import SeedfwError
+from .. import util
+from . import bmap as bmap_mod
+from .base import FlashResult, FlashRunner, first_mismatch
+
+MOUNTS = Path("/proc/mounts")
+
+
+def mounted_at(target: Path, mounts_text: str) -> str | None:
+    """The mount point of `target` or of one of its partitions (/dev/sdb → /dev/sdb1, /dev/mmcblk0
+    → /dev/mmcblk0p1), per a /proc/mounts text; None when nothing of it is mounted."""
+    real = os.path.realpath(target)
+    for line in mounts_text.splitlines():
+        fields = line.split()
+        if len(fields) < 2 or not fields[0].startswith("/"):
+            continue
+        dev = os.path.realpath(fields[0].replace("\\040", " "))
+        rest = dev[len(real):]
+        if dev == real or (dev.startswith(real) and (rest.isdigit() or
+                                                     (rest[:1] == "p" and rest[1:].isdigit()))):
+            return fields[1].replace("\\040", " ")
+    return None
+
+
+def target_size(target: Path) -> int:
+    st = os.stat(target)
+    if stat.S_ISBLK(st.st_mode):
+        with open(target, "rb") as f:
+            return f.seek(0, os.SEEK_END)
+    if stat.S_ISREG(st.st_mode):
+        return st.st_size
+    raise SeedfwError("neither a block device nor a regular file", target, "--to")
+
+
+class SdcardRunner(FlashRunner):
+    """Copy a disk image onto a card or file with bmaptool; capabilities: flash, verify."""
+
+    name = "sdcard"
+    capabilities = frozenset({"flash", "verify"})
+    tool = "bmaptool"
+    tool_package = "bmap-tools"
+    options = {"to": "block device (/dev/sdX) or file to write the disk image to"}
+
+    def __init__(self, board, probe_uid=None, log=print, to: str | Path | None = None,
+                 mounts: Path = MOUNTS):
+        super().__init__(board, probe_uid, log)
+        if not to:
+            raise SeedfwError("no target given", None, "--to")
+        self.target = Path(to)
+        self.mounts = mounts
+
+    def check_target(self, image: Path) -> None:
+        if not self.target.exists():
+            raise SeedfwError("does not exist (a card reader's device, or a file to write into)",
+                              self.target, "--to")
+        where = mounted_at(self.target, self.mounts.read_text() if self.mounts.exists() else "")
+        if where:
+            raise SeedfwError(f"is mounted at {where}: unmount it first (writing a mounted card "
+                              "corrupts it)", self.target, "--to")
+        have, need = target_size(self.target), image.stat().st_size
+        if have < need:
+            raise SeedfwError(f"is {have:,} bytes, smaller than the {need:,}-byte image",
+                              self.target, "--to")
+
+    def flash(self, image, verify=True) -> FlashResult:
+        image = self.check_image(image)
+        self.check_target(image)
+        bmap = image.with_name(image.name + ".bmap")
+        started = time.monotonic()
+        cmd = ["bmaptool", "copy"] + (["--bmap", bmap] if bmap.is_file() else ["--nobmap"]) + \
+            [image, self.target]
+        self.log("$ " + " ".join(str(c) for c in cmd))
+        util.run(cmd)
+        ranges = bmap_mod.load(bmap).ranges if bmap.is_file() else ((0, image.stat().st_size),)
+        result = FlashResult(image=image, backend=self.name, regions=list(ranges),
+                             programmed_bytes=sum(n for _, n in ranges))
+        if verify:
+            with open(image, "rb") as src, open(self.target, "rb") as dst:
+                for offset, length in ranges:
+                    src.seek(offset)
+                    dst.seek(offset)
+                    want, got = src.read(length), dst.read(length)
+                    bad = first_mismatch(want, got)
+                    if bad is not None:
+                        raise SeedfwError(f"verify failed: byte 0x{offset + bad:x} (sector "
+                                          f"{(offset + bad) // 512}) of the target differs from "
+                                          "the image", self.target, "--to")
+                    result.verified_bytes += length
+        result.seconds = time.monotonic() - started
+        return result

@@ -1,0 +1,243 @@
+"""Buildroot as plan steps: the OS userspace (rootfs) with our agent, from a pinned Buildroot.
+
+The work is in seedfw.buildroot (tree, toolchain, host tar, mirror, external tree, make); this
+module turns it into steps with stamps, so a no-op build runs no Buildroot step at all.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .. import plan, util
+from ..buildroot import VERSION, external, hosttar, make, mirror, toolchain, tree
+from ..errors import SeedfwError
+from ..paths import FIRMWARE_DIR
+from . import BuildContext, Package
+
+AGENT_DIR = FIRMWARE_DIR / "agent"
+
+
+class BuildrootPackage(Package):
+    """Buildroot 2025.02.16 → images/rootfs.cpio (+ rootfs.ext4), images/buildroot.json.
+
+    Kconfig symbols read: BUILDROOT (enables it), BUILDROOT_VERSION, BUILDROOT_TARGET_CPU,
+    BUILDROOT_CONSOLE, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE), BUILDROOT_PACKAGES,
+    BUILDROOT_EXTRA_CONFIG, BUILDROOT_AGENT, BUILDROOT_AGENT_POWEROFF, BUILD_JOBS.
+    Board fields read: name, memory region "boot-package" (else "dvfs"): where the agent looks.
+    Steps (the first four prepare things shared by every output dir, in the seedfw cache):
+      buildroot.tree       pinned tarball → unpacked tree (seedfw.buildroot.tree)
+      buildroot.hosttar    tar 1.35 from Debian source (Buildroot needs >= 1.35)
+      buildroot.toolchain  Debian's cross gcc 12 relocated as an external custom toolchain
+      buildroot.mirror     Debian origs into Buildroot's primary site; override source dirs
+      buildroot.external   the BR2_EXTERNAL tree (name SEEDFW) in <out>/build/buildroot-external
+      buildroot.build      defconfig + make in <out>/build/buildroot (log: logs/buildroot.log)
+    """
+
+    name = "buildroot"
+    symbols = ("BUILDROOT", "BUILDROOT_VERSION", "BUILDROOT_TARGET_CPU", "BUILDROOT_CONSOLE",
+               "BUILDROOT_ROOTFS_CPIO", "BUILDROOT_ROOTFS_EXT4", "BUILDROOT_ROOTFS_EXT4_SIZE",
+               "BUILDROOT_PACKAGES", "BUILDROOT_EXTRA_CONFIG", "BUILDROOT_AGENT",
+               "BUILDROOT_AGENT_POWEROFF", "BUILD_JOBS")
+    BUILD_VERSION = "2"          # 2: buildroot.json has package_sizes
+
+    def enabled(self, values):
+        return bool(values.get("BUILDROOT"))
+
+    @staticmethod
+    def output(ctx: BuildContext) -> Path:
+        """Buildroot's O= directory."""
+        return ctx.build_dir("buildroot")
+
+    @staticmethod
+    def external_dir(ctx: BuildContext) -> Path:
+        return ctx.build_dir("buildroot-external")
+
+    def rootfs_names(self, ctx) -> list[str]:
+        names = []
+        if ctx.values.get("BUILDROOT_ROOTFS_CPIO"):
+            names.append("rootfs.cpio")
+        if ctx.values.get("BUILDROOT_ROOTFS_EXT4"):
+            names.append("rootfs.ext4")
+        return names
+
+    def artifacts(self, ctx):
+        return [ctx.images / n for n in self.rootfs_names(ctx) + ["buildroot.json"]]
+
+    def steps(self, ctx):
+        say = lambda m: ctx.progress(f"  buildroot: {m}")      # noqa: E731
+        external.fragment(ctx.config)          # a bad value fails before anything runs
+        ext = self.external_dir(ctx)
+        ext_files = lambda: external.files(ctx.config, toolchain.toolchain_dir(), ext)  # noqa
+
+        def build_inputs():
+            return {"external": ext_files(), "agent": self.source_hashes(AGENT_DIR),
+                    "jobs": ctx.make_jobs, "rootfs": self.rootfs_names(ctx)}
+
+        return [
+            plan.Step("buildroot.tree", lambda s: tree.ensure(s.log, say), package=self.name,
+                      inputs={"version": VERSION, "tarball": tree.TARBALL.sha256},
+                      outputs=(tree.tree_dir() / tree.RECORD,)),
+            plan.Step("buildroot.hosttar",
+                      lambda s: hosttar.prepare(s.log, say, ctx.make_jobs), package=self.name,
+                      inputs=hosttar.key_doc, outputs=(hosttar.bin_dir() / "tar",)),
+            plan.Step("buildroot.toolchain", lambda s: toolchain.prepare(say), package=self.name,
+                      inputs=lambda: {"packages": toolchain.versions()},
+                      outputs=(toolchain.toolchain_dir() / toolchain.MARK,)),
+            plan.Step("buildroot.mirror", lambda s: self.mirror(s, say), package=self.name,
+                      after=("buildroot.tree",), inputs=mirror.pins,
+                      outputs=tuple([mirror.primary_dir() / o.br_name for o in mirror.ORIGS]
+                                    + [o.srcdir() / mirror.MARK for o in mirror.OVERRIDES])),
+            plan.Step("buildroot.external", lambda s: external.generate(
+                          ctx.config, toolchain.toolchain_dir(), ext), package=self.name,
+                      after=("buildroot.toolchain",), inputs=lambda: {"files": ext_files()},
+                      outputs=(ext / "external.desc",)),
+            plan.Step("buildroot.build", lambda s: self.build(ctx, s, say), package=self.name,
+                      deps=("buildroot.external",),
+                      after=("buildroot.tree", "buildroot.hosttar", "buildroot.mirror"),
+                      inputs=build_inputs, version=self.BUILD_VERSION,
+                      outputs=tuple(self.artifacts(ctx))),
+        ]
+
+    def mirror(self, step, say) -> None:
+        root = tree.ensure(step.log, say)
+        mirror.fill_primary(root, step.log, say)
+        mirror.prepare_overrides(root, step.log, say)
+
+    # -- the Buildroot run -----------------------------------------------------------------------
+
+    def build(self, ctx: BuildContext, step: plan.Step, say) -> None:
+        root = tree.ensure(step.log, say)
+        tree.check(root)                      # a modified shared tree is refused
+        mirror.check_overrides()
+        for ov in mirror.OVERRIDES:
+            say(f"override: {ov.describe()}")
+        out = self.output(ctx)
+        ext = self.external_dir(ctx)
+        env = make.environment(hosttar.bin_dir())
+        defconfig = (ext / "configs" / external.defconfig_name(ctx.board.name)).read_text()
+        incremental = self._prepare_output(out, defconfig, say)
+        make.run(root, out, [f"BR2_EXTERNAL={ext}", external.defconfig_name(ctx.board.name)],
+                 step.log, say, env)
+        self._check_stuck(ctx, out)
+        # What the dir is configured for, recorded now: a failed build is retried incrementally.
+        util.write_text(out / ".seedfw-defconfig", defconfig)
+        if incremental and ctx.values.get("BUILDROOT_AGENT"):
+            # A local-site package is copied from firmware/ only when its build dir is made:
+            # drop it so the agent's current sources are built (seconds).
+            make.run(root, out, ["seedfw-agent-dirclean"], step.log, say, env)
+        say(f"building in {out} (log: {step.log}); a cold build takes about 4 minutes")
+        progress = make.run(root, out, [f"BR2_JLEVEL={ctx.make_jobs}"], step.log, say, env)
+        say(progress.summary())
+        files = {}
+        for name in self.rootfs_names(ctx):
+            built = out / "images" / name
+            if not built.is_file():
+                raise SeedfwError("Buildroot finished without this image", built)
+            files[name] = built
+        info = self.info(ctx, out, progress, files)
+        util.write_json(ctx.build_dir("buildroot-info") / "buildroot.json", info)
+        files["buildroot.json"] = ctx.build_dir("buildroot-info") / "buildroot.json"
+        for name, entry in info["rootfs"].items():
+            say(f"{name}: {entry['size']:,} bytes, {entry.get('entries', '?')} entries")
+        self.install(step, files, ctx.images)
+
+    @staticmethod
+    def _prepare_output(out: Path, defconfig: str, say) -> bool:
+        """Keep Buildroot's output dir when only packages were added since its last build
+        (Buildroot builds those incrementally); anything else — a removed line, another
+        toolchain or CPU — needs a clean build. Returns whether the dir was kept."""
+        previous = out / ".seedfw-defconfig"
+        if not previous.is_file():
+            if out.exists():
+                shutil.rmtree(out)
+            return False
+        # Where downloads come from changes no output: not a reason for a clean build.
+        where = ("BR2_DL_DIR=", "BR2_PRIMARY_SITE=")
+        old = {x for x in previous.read_text().splitlines() if not x.startswith(where)}
+        new = {x for x in defconfig.splitlines() if not x.startswith(where)}
+        if old <= new and all(line.startswith("BR2_PACKAGE_") for line in new - old):
+            return True
+        say("the Buildroot configuration changed beyond added packages: clean build")
+        shutil.rmtree(out)
+        return False
+
+    def _check_stuck(self, ctx, out: Path) -> None:
+        """Every line of our fragment must be in Buildroot's .config after its defconfig step
+        (an unmet dependency drops a symbol silently)."""
+        got = set((out / ".config").read_text().splitlines())
+        for line in external.fragment(ctx.config):
+            if line.startswith("# ") and line.endswith(" is not set"):
+                sym = line[2:-len(" is not set")]
+                if any(g.startswith(sym + "=") for g in got):
+                    raise SeedfwError(f"'{line}' did not stick in Buildroot's .config",
+                                      out / ".config")
+            elif line not in got:
+                raise SeedfwError(f"'{line}' did not stick in Buildroot's .config (a dependency "
+                                  "of it is not met)", out / ".config")
+
+    @staticmethod
+    def info(ctx, out: Path, progress, files: dict[str, Path]) -> dict:
+        rootfs = {}
+        for name, path in files.items():
+            entry = {"size": path.stat().st_size, "sha256": util.sha256_file(path)}
+            if name.endswith(".cpio"):
+                entry["entries"] = cpio_entries(path)
+            rootfs[name] = entry
+        return {"version": VERSION, "commit": tree.COMMIT,
+                "defconfig": external.defconfig_name(ctx.board.name),
+                "fragment": external.fragment(ctx.config),
+                "toolchain": {"packages": toolchain.versions(), "tuple": toolchain.TUPLE},
+                "host_tar": hosttar.VERSION,
+                "origs": [{"package": o.package, "file": o.br_name, "debian": o.file.name,
+                           "sha256": o.file.sha256} for o in mirror.ORIGS],
+                "overrides": [dict(o, built=(out / "build" / f"{o['package']}-custom").is_dir())
+                              for o in mirror.listing()],
+                "packages": [{"name": p[0], "version": p[1], "seconds": p[3]}
+                             for p in progress.packages],
+                "package_sizes": package_sizes(out),
+                "rootfs": rootfs}
+
+
+def package_sizes(out: Path) -> dict[str, int]:
+    """Bytes each package installed in the target, largest first: what Buildroot's graph-size
+    computes, from the same build/packages-file-list.txt (graph-size itself needs matplotlib)."""
+    sizes: dict[str, int] = {}
+    seen: set[str] = set()
+    try:
+        lines = (out / "build" / "packages-file-list.txt").read_text().splitlines()
+    except OSError:
+        return {}
+    for line in reversed(lines):            # a file installed twice counts for the last owner
+        pkg, _, rel = line.partition(",")
+        if rel in seen:
+            continue
+        seen.add(rel)
+        path = out / "target" / rel
+        if path.is_file() and not path.is_symlink():
+            sizes[pkg] = sizes.get(pkg, 0) + path.stat().st_size
+    return dict(sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def cpio_entries(path: Path) -> int:
+    """Entries of a newc cpio archive (without the trailer), counted from its headers."""
+    data = path.read_bytes()
+    count, off = 0, 0
+    while off + 110 <= len(data) and data[off:off + 6] in (b"070701", b"070702"):
+        namesize = int(data[off + 94:off + 102], 16)
+        filesize = int(data[off + 54:off + 62], 16)
+        name = data[off + 110:off + 110 + namesize - 1]
+        if name == b"TRAILER!!!":
+            break
+        count += 1
+        off = (off + 110 + namesize + 3) & ~3
+        off = (off + filesize + 3) & ~3
+    return count
+
+
+def describe_info(images: Path) -> dict | None:
+    try:
+        return json.loads((images / "buildroot.json").read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,156 @@
+"""The Linux kernel: a pinned Debian arm64 kernel package, not compiled here.
+
+Why Debian's: its `cloud` flavour boots on QEMU virt (PL011, virtio, initramfs) and is signed off
+by a distribution; a kernel build would add ~30 minutes to every cold build for nothing we change.
+The .deb is pinned by sha256 like every source. Sites, in order: the mirror
+($SEEDFW_MIRROR_DIR/debian/), then Debian's archive through a private arm64 apt state (the
+machine's apt configuration is never touched). Debian drops old kernel versions from the archive
+after point releases; when that happens the fetch fails with one line that names the pin and how
+to update it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths, plan, sources, util
+from ..errors import SeedfwError
+from . import BootArtifact, BuildContext, Package
+
+
+@dataclass(frozen=True)
+class KernelDeb:
+    package: str
+    version: str
+    suite: str
+    file: sources.SourceFile
+    image: str                     # the kernel image inside the package
+
+    @property
+    def release(self) -> str:
+        return self.package.removeprefix("linux-image-")
+
+
+# Checked 2026-11-30 (bookworm-updates); FACTS.md: vmlinuz is an uncompressed arm64 Image.
+KERNELS = {
+    "linux-image-6.1.0-50-cloud-arm64": KernelDeb(
+        "linux-image-6.1.0-50-cloud-arm64", "6.1.176-1", "bookworm",
+        sources.SourceFile("linux-image-6.1.0-50-cloud-arm64_6.1.176-1_arm64.deb", 21_130_624,
+                           "9d41a53f5d687ae1a33cf546d0ed8be955f72e5f9e97b2b4e45e41dff3353b97"),
+        "boot/vmlinuz-6.1.0-50-cloud-arm64"),
+}
+
+
+@dataclass(frozen=True)
+class AptArm64Site(sources.Site):
+    """`apt-get download PACKAGE=VERSION` for arm64 through a private apt state under the cache."""
+
+    package: str
+    version: str
+    suite: str
+    label = "debian-arm64"
+
+    def describe(self) -> str:
+        return f"Debian arm64 package {self.package}={self.version} ({self.suite})"
+
+    def fetch(self, file, dest_dir, log):
+        state = paths.download_dir() / ".apt" / f"{self.suite}-arm64"
+        parts = state / "parts"
+        for d in (parts, state / "lists" / "partial", state / "cache" / "archives" / "partial"):
+            d.mkdir(parents=True, exist_ok=True)
+        util.write_text(parts / "seedfw-arm64.sources",
+                        f"Types: deb\nURIs: {' '.join(sources.debian_uris())}\n"
+                        f"Suites: {self.suite} {self.suite}-updates\nComponents: main\n"
+                        f"Architectures: arm64\nSigned-By: {sources.DEBIAN_KEYRING}\n")
+        options = ["-o", "APT::Architecture=arm64", "-o", "APT::Architectures=arm64",
+                   "-o", "Dir::State::status=/dev/null",
+                   "-o", "Dir::Etc::SourceList=/dev/null", "-o", f"Dir::Etc::SourceParts={parts}",
+                   "-o", f"Dir::State::Lists={state / 'lists'}",
+                   "-o", f"Dir::Cache={state / 'cache'}"]
+        plan.run_command(["apt-get", *options, "update", "-qq"], log=log)
+        got = plan.run_command(["apt-get", *options, "download", f"{self.package}={self.version}"],
+                               cwd=dest_dir, log=log, check=False)
+        if got.returncode != 0:
+            why = got.stdout.decode(errors="replace").strip().splitlines()
+            raise SeedfwError(why[-1] if why else f"apt-get download exited {got.returncode}")
+        debs = list(Path(dest_dir).glob("*.deb"))
+        if len(debs) != 1:
+            raise SeedfwError(f"apt-get download left {len(debs)} .deb files")
+        return debs[0].rename(Path(dest_dir) / file.name)
+
+
+def kernel_source(k: KernelDeb) -> sources.Source:
+    return sources.Source(name="linux-image", version=k.version, files=(k.file,),
+                          sites=(sources.MirrorDirSite(), AptArm64Site(k.package, k.version, k.suite)),
+                          archive=k.file.name)
+
+
+def fetch(k: KernelDeb, log=None, progress=print) -> Path:
+    """The verified .deb; when no site has it, one line naming the pin and how to update it."""
+    try:
+        return sources.fetch(kernel_source(k), log=log, progress=progress)[k.file.name]
+    except SeedfwError as exc:
+        if "sha256 mismatch" in exc.message:
+            raise
+        raise SeedfwError(
+            f"pinned kernel package {k.package}={k.version} ({k.file.name}, sha256 "
+            f"{k.file.sha256[:12]}) is neither in the mirror nor in the Debian archive any more; "
+            f"put the .deb into $SEEDFW_MIRROR_DIR/debian/, or pin the archive's current version "
+            f"(apt-cache policy {k.package}) in tools/seedfw/packages/kernel.py KERNELS",
+            Path(__file__), "KERNELS") from None
+
+
+class KernelPackage(Package):
+    """Linux for the OS boot: images/Image (+ images/kernel.config) from a pinned Debian .deb.
+
+    Kconfig symbols read: KERNEL (enables it), KERNEL_PACKAGE (a key of KERNELS).
+    Steps: kernel.fetch (the .deb, verified, into the shared cache) → kernel.extract
+    (dpkg-deb -x; the image and its config into images/).
+    """
+
+    name = "kernel"
+    symbols = ("KERNEL", "KERNEL_PACKAGE")
+    VERSION = "1"
+
+    def enabled(self, values):
+        return bool(values.get("KERNEL"))
+
+    def pin(self, ctx: BuildContext) -> KernelDeb:
+        name = ctx.values.get("KERNEL_PACKAGE") or ""
+        if name not in KERNELS:
+            raise SeedfwError(f"kernel package '{name}' is not pinned (pinned: "
+                              f"{', '.join(KERNELS)})", ctx.outdir / ".config",
+                              "CONFIG_KERNEL_PACKAGE")
+        return KERNELS[name]
+
+    def artifacts(self, ctx):
+        return [ctx.images / "Image", ctx.images / "kernel.config"]
+
+    def boot_artifacts(self, ctx):
+        return [BootArtifact("Image", "kernel", "U-Boot (booti) or QEMU -kernel",
+                             "boot partition / loaded into RAM")]
+
+    def steps(self, ctx):
+        k = self.pin(ctx)
+        say = lambda m: ctx.progress(f"  kernel: {m}")     # noqa: E731
+
+        def extract(step):
+            deb = fetch(k, step.log, say)
+            work = self.fresh_dir(ctx.build_dir("kernel"))
+            plan.run_command(["dpkg-deb", "-x", deb, work], log=step.log)
+            image = work / k.image
+            config = work / "boot" / f"config-{k.release}"
+            for f in (image, config):
+                if not f.is_file():
+                    raise SeedfwError(f"{k.file.name} has no {f.relative_to(work)}", deb)
+            with open(image, "rb") as f:
+                head = f.read(64)
+            if head[56:60] != b"ARM\x64":        # arm64 Image header magic
+                raise SeedfwError(f"{k.image} is not an uncompressed arm64 Image", deb)
+            say(f"{k.package} {k.version}: Image {image.stat().st_size:,} bytes")
+            self.install(step, {"Image": image, "kernel.config": config}, ctx.images)
+
+        return [plan.Step("kernel.extract", extract, package=self.name, version=self.VERSION,
+                          inputs={"pin": [k.package, k.version, k.file.sha256]},
+                          outputs=tuple(self.artifacts(ctx)))]
