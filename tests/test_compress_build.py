@@ -99,7 +99,10 @@ def test_uncompressed_config_keeps_one_tfa_step(tmp_path):
     plan = Plan(tmp_path)
     for pkg in enabled(cfg.values):
         plan.add(*pkg.steps(ctx))
+    stale = ctx.outdir / "compression.json"       # from an earlier build with compression on
+    stale.write_text("{}")
     assert stage.add_steps(plan, ctx) == [] and "compress.report" not in plan.steps
+    assert not stale.exists()                     # the report must not describe old images
     assert sorted(plan.steps) == ["payload.build", "tfa.build", "tfa.extract", "tfa.fetch",
                                   "uboot.build", "uboot.fetch"]
 

@@ -49,7 +49,7 @@ def markdown(report: dict) -> list[str]:
         lines.append(f"| {os_['os_fit']['name']} | {os_['os_fit']['size']:,} | |")
     total = sum(os_["package_sizes"].values()) or 1
     lines += ["", "| package (target) | installed bytes | share |", "|---|---:|---:|"]
-    for pkg, size in os_["package_sizes"].items():
+    for pkg, size in sorted(os_["package_sizes"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"| {pkg} | {size:,} | {100 * size / total:.1f} % |")
     lines += ["", "Source overrides (BR2_PACKAGE_OVERRIDE_FILE):", ""]
     for o in os_["overrides"]:

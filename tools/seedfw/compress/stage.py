@@ -177,9 +177,14 @@ def owners(ctx) -> list[str]:
 
 def add_steps(plan, ctx) -> list[Path]:
     who = [o for o in owners(ctx) if f"{o}.compress" in plan.steps]
-    if not who:
-        return []
     out = ctx.outdir / "compression.json"
+    if not who:
+        # Compression turned off: a compression.json from an earlier build would describe images
+        # this build no longer makes, and the report reads it. (Stamps: the step is not in the
+        # plan, so turning compression on again re-runs it.)
+        out.unlink(missing_ok=True)
+        (plan.stamp_dir / "compress.report.stamp").unlink(missing_ok=True)
+        return []
 
     def run(step):
         s = settings(ctx.values, ctx.outdir / ".config")

@@ -15,7 +15,7 @@ Why U-Boot is left out of the boards that boot here (CONFIG_UBOOT=n on qemu-aarc
 starts the payload as BL33): U-Boot loads the firmware FIT from a virtio disk and polls for the
 request to complete, and under -icount the number of polling instructions follows the host's
 I/O latency. Measured on one image, three boots: 90.2, 80.4 and 78.6 million instructions to
-main; without U-Boot, three boots give 8,039,584 each. U-Boot does not change with any tuned
+main; without U-Boot, three boots give 8,039,680 each. U-Boot does not change with any tuned
 option, so the comparison between trials loses nothing but a constant.
 
 Downloads come from the shared cache (seedfw.paths.download_dir), as for any build.
