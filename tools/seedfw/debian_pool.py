@@ -34,7 +34,7 @@ class DebianPoolSite(sources.Site):
     def directory(self, log: Path | None) -> str:
         """The package's pool directory (e.g. pool/main/u/u-boot), from the Sources index."""
         state = paths.download_dir() / ".apt" / self.suite
-        options = sources.DebianSourceSite(self.package, self.version, self.suite)._private_state(state)
+        options = sources.private_apt_state(state, "deb-src", self.suite)
         run_command(["apt-get", *options, "update", "-qq"], log=log)
         out = run_command(["apt-cache", *options, "showsrc", self.package],
                           log=log).stdout.decode(errors="replace")

@@ -121,17 +121,30 @@ class DebianSourceSite(Site):
         return dest
 
     def _private_state(self, state: Path) -> list[str]:
-        uris = debian_uris()
-        parts = state / "parts"
-        for d in (parts, state / "lists" / "partial", state / "cache" / "archives" / "partial"):
-            d.mkdir(parents=True, exist_ok=True)
-        util.write_text(parts / "seedfw-src.sources",
-                        f"Types: deb-src\nURIs: {' '.join(uris)}\nSuites: {self.suite}\n"
-                        f"Components: main\nSigned-By: {DEBIAN_KEYRING}\n")
-        return ["-o", "Dir::Etc::SourceList=/dev/null",
-                "-o", f"Dir::Etc::SourceParts={parts}",
-                "-o", f"Dir::State::Lists={state / 'lists'}",
-                "-o", f"Dir::Cache={state / 'cache'}"]
+        return private_apt_state(state, "deb-src", self.suite)
+
+
+def private_apt_state(state: Path, types: str, suites: str, architecture: str | None = None) -> list[str]:
+    """apt options for a private state under `state` (sources part, lists, cache) built from the
+    machine's own archive URIs: `Dir::Etc::SourceList=/dev/null` keeps the system lists out, and
+    nothing of the machine's apt configuration is written. `architecture` (e.g. arm64) also
+    ignores the machine's dpkg status, so packages of another architecture can be downloaded."""
+    parts = state / "parts"
+    for d in (parts, state / "lists" / "partial", state / "cache" / "archives" / "partial"):
+        d.mkdir(parents=True, exist_ok=True)
+    arch_line = f"Architectures: {architecture}\n" if architecture else ""
+    name = "src" if types == "deb-src" else architecture or types
+    util.write_text(parts / f"seedfw-{name}.sources",
+                    f"Types: {types}\nURIs: {' '.join(debian_uris())}\nSuites: {suites}\n"
+                    f"Components: main\n{arch_line}Signed-By: {DEBIAN_KEYRING}\n")
+    options = []
+    if architecture:
+        options += ["-o", f"APT::Architecture={architecture}",
+                    "-o", f"APT::Architectures={architecture}", "-o", "Dir::State::status=/dev/null"]
+    return options + ["-o", "Dir::Etc::SourceList=/dev/null",
+                      "-o", f"Dir::Etc::SourceParts={parts}",
+                      "-o", f"Dir::State::Lists={state / 'lists'}",
+                      "-o", f"Dir::Cache={state / 'cache'}"]
 
 
 def debian_uris(sources: Path = APT_SOURCES) -> list[str]:

@@ -56,18 +56,8 @@ class AptArm64Site(sources.Site):
 
     def fetch(self, file, dest_dir, log):
         state = paths.download_dir() / ".apt" / f"{self.suite}-arm64"
-        parts = state / "parts"
-        for d in (parts, state / "lists" / "partial", state / "cache" / "archives" / "partial"):
-            d.mkdir(parents=True, exist_ok=True)
-        util.write_text(parts / "seedfw-arm64.sources",
-                        f"Types: deb\nURIs: {' '.join(sources.debian_uris())}\n"
-                        f"Suites: {self.suite} {self.suite}-updates\nComponents: main\n"
-                        f"Architectures: arm64\nSigned-By: {sources.DEBIAN_KEYRING}\n")
-        options = ["-o", "APT::Architecture=arm64", "-o", "APT::Architectures=arm64",
-                   "-o", "Dir::State::status=/dev/null",
-                   "-o", "Dir::Etc::SourceList=/dev/null", "-o", f"Dir::Etc::SourceParts={parts}",
-                   "-o", f"Dir::State::Lists={state / 'lists'}",
-                   "-o", f"Dir::Cache={state / 'cache'}"]
+        options = sources.private_apt_state(state, "deb", f"{self.suite} {self.suite}-updates",
+                                            architecture="arm64")
         plan.run_command(["apt-get", *options, "update", "-qq"], log=log)
         got = plan.run_command(["apt-get", *options, "download", f"{self.package}={self.version}"],
                                cwd=dest_dir, log=log, check=False)
