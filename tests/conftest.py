@@ -2,6 +2,7 @@
 and every slow test that needs a board's images asks for these fixtures."""
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +11,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import builds  # noqa: E402  (needs the path above)
+
+# The Ctrl-C tests send SIGINT to builds and expect KeyboardInterrupt. A suite started in the
+# background by a non-interactive shell (`cmd &`) inherits SIGINT *ignored*, and an ignored signal
+# stays ignored in every child: Python then installs no KeyboardInterrupt handler at all. A
+# handler here is reset to the default at exec, so our children get Python's usual behaviour.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The rkbin blobs (DDR init, usbplug, SPL) come from rkbin at a pinned commit or from a mirror
 # directory; this machine keeps them in the shared mirror beside the tree. A value set by the

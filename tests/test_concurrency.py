@@ -76,7 +76,8 @@ def test_tfa_fetch_with_relative_or_empty_dl_dir(value, tmp_path, monkeypatch):
     home = tmp_path / "home"
     work = tmp_path / "work"
     work.mkdir()
-    env = dict(os.environ, SEEDFW_DL_DIR=value, HOME=str(home), XDG_CACHE_HOME="")
+    env = dict(os.environ, SEEDFW_DL_DIR=value, HOME=str(home), XDG_CACHE_HOME="",
+               SEEDFW_CACHE_DIR="")
     code = ("from seedfw import paths, sources; from seedfw.packages import tfa;"
             "paths.absolute_environment(); src = tfa.source('2.12.1');"
             "src = sources.Source(src.name, src.version, src.files, src.sites[:1], src.archive);"
