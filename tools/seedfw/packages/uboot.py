@@ -164,10 +164,15 @@ class UbootPackage(Package):
             return [BootArtifact("u-boot.bin", "bl33", "TF-A BL2, from the FIP (BL33)",
                                  "qemu_fw.bios", at_boot=False)]
         return [
+            # The combined images are idbloader.img + u-boot.itb at their offsets (SD/eMMC or SPI
+            # layout): written as a whole, but what the boot chain reads are the two parts
+            # declared below, so they are not counted as read at boot (no double count).
             BootArtifact("u-boot-rockchip.bin", "boot", "RK3588 boot ROM (idblock), then SPL",
-                         "eMMC/SD sector 64 (32 KiB); its u-boot.itb lands at 8 MiB"),
+                         "eMMC/SD sector 64 (32 KiB); its u-boot.itb lands at 8 MiB",
+                         at_boot=False),
             BootArtifact("u-boot-rockchip-spi.bin", "boot", "RK3588 boot ROM (idblock), then SPL",
-                         "SPI NOR offset 0 (idblock at 0x8000, u-boot.itb at 0x60000)"),
+                         "SPI NOR offset 0 (idblock at 0x8000, u-boot.itb at 0x60000)",
+                         at_boot=False),
             BootArtifact("idbloader.img", "idbloader", "RK3588 boot ROM",
                          "eMMC/SD sector 64 (alone, with u-boot.itb at sector 16384)"),
             BootArtifact("u-boot.itb", "fit", "U-Boot SPL (verifies every image's sha256)",
