@@ -13,12 +13,11 @@ default ~/.cache/seedfw).
 
 from __future__ import annotations
 
-import json
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import paths
+from . import paths, util
 from .errors import SeedfwError
 
 VARIANTS = ("fast", "small")
@@ -58,14 +57,7 @@ def linked_variant(config: dict | None) -> str:
 
 
 def _load(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SeedfwError(f"not valid JSON: {exc.msg}", path, f"line {exc.lineno}") from None
-    except UnicodeDecodeError:
-        raise SeedfwError("not valid JSON: not UTF-8 text", path) from None
-    if not isinstance(data, dict):
-        raise SeedfwError("must be a JSON object", path)
+    data = util.read_json(path, "")
     for key in RESULT_FIELDS:
         if key not in data:
             raise SeedfwError("missing field (written by bench/lz4_speed.py?)", path, key)

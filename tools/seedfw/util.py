@@ -80,6 +80,20 @@ def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
     return write_bytes(dst, Path(src).read_bytes())
 
 
+def read_json(path: str | os.PathLike, object_of: str | None = None):
+    """A JSON file, or one error line naming it (and the line of a syntax error). With
+    `object_of`, the document must be an object: 'must be a JSON object' + object_of."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise SeedfwError(f"not valid JSON: {exc.msg}", path, f"line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise SeedfwError("not valid JSON: not UTF-8 text", path) from None
+    if object_of is not None and not isinstance(data, dict):
+        raise SeedfwError(f"must be a JSON object{object_of}", path)
+    return data
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -4,9 +4,9 @@ build requires it — that its FIT signature verifies against the configured cer
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from .. import util
 from ..errors import SeedfwError
 
 ARCH_MACHINE = {"armv7m": 40, "aarch64": 183}      # board.yaml arch -> ELF e_machine
@@ -15,15 +15,7 @@ ARCH_MACHINE = {"armv7m": 40, "aarch64": 183}      # board.yaml arch -> ELF e_ma
 
 
 def _read_manifest(manifest: Path) -> dict:
-    try:
-        data = json.loads(manifest.read_text())
-    except json.JSONDecodeError as exc:
-        raise SeedfwError(f"not valid JSON: {exc.msg}", manifest, f"line {exc.lineno}") from None
-    except UnicodeDecodeError:
-        raise SeedfwError("not valid JSON: not UTF-8 text", manifest) from None
-    if not isinstance(data, dict):
-        raise SeedfwError("must be a JSON object (the build manifest)", manifest)
-    return data
+    return util.read_json(manifest, " (the build manifest)")
 
 
 def _artifacts(manifest: Path, data: dict) -> list[dict]:

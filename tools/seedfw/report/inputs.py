@@ -10,7 +10,6 @@ silently skipped: it raises SeedfwError naming the file (bad input must be loud)
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .. import util
@@ -39,12 +38,7 @@ def pick(d: dict, *keys, default=None):
 
 
 def load_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SeedfwError(f"not valid JSON: {exc.msg}", path, f"line {exc.lineno}") from None
-    except UnicodeDecodeError:
-        raise SeedfwError("not valid JSON: not UTF-8 text", path) from None
+    return util.read_json(path)
 
 
 def read_json_input(path: Path, what: str):
