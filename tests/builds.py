@@ -18,6 +18,8 @@ from pathlib import Path
 from seedfw import build as build_mod
 
 _BUILT: dict[tuple, "build_mod.BuildResult"] = {}
+# The OS (Buildroot) configuration of the session's Buildroot build (conftest.py br_build).
+BUILDROOT_FRAGMENT = Path(__file__).resolve().parents[1] / "configs" / "buildroot.fragment"
 
 
 def build_board(name: str, tmp_path_factory, fragments=(), tag: str = "") -> "build_mod.BuildResult":

@@ -40,3 +40,19 @@ def qemu_aarch64_build(tmp_path_factory):
 @pytest.fixture(scope="session")
 def mps2_build(tmp_path_factory):
     return builds.build_board("mps2-an385", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def br_build(tmp_path_factory):
+    """qemu-aarch64 with configs/buildroot.fragment (the OS), built once per session and shared
+    by tests/test_buildroot.py and tests/test_buildroot_ccache.py: (BuildResult, its output)."""
+    import io
+
+    from rich.console import Console
+
+    from seedfw import build as build_mod
+    out = tmp_path_factory.mktemp("build-qemu-aarch64-buildroot")
+    buf = io.StringIO()
+    console = Console(file=buf, width=300, color_system=None, highlight=False, soft_wrap=True)
+    result = build_mod.build("qemu-aarch64", out, [builds.BUILDROOT_FRAGMENT], console=console)
+    return result, buf.getvalue()

@@ -8,7 +8,6 @@ The bad-input corpus has the one-line errors: tests/bad_inputs/buildroot-*.
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import subprocess
@@ -63,6 +62,7 @@ def test_menu_maps_to_a_defconfig_fragment(tmp_path):
     assert p.returncode == 0, p.stderr
     lines = (tmp_path / "out" / "buildroot.fragment").read_text().splitlines()
     for line in ("BR2_aarch64=y", "BR2_cortex_a57=y", "BR2_TARGET_ROOTFS_CPIO=y",
+                 "BR2_REPRODUCIBLE=y",
                  "BR2_PACKAGE_SEEDFW_AGENT=y", "BR2_PACKAGE_HTOP=y",
                  "BR2_PACKAGE_BUSYBOX_SHOW_OTHERS=y", 'BR2_TARGET_GENERIC_GETTY_PORT="ttyAMA0"'):
         assert line in lines
@@ -126,17 +126,150 @@ def test_override_file_names_every_override():
     assert "HOST_PATCHELF_AUTORECONF = YES" in text
 
 
-# ---- one real Buildroot build per session ------------------------------------------------------
+def test_cpio_override_is_buildable_and_enables_reproducible():
+    """host-cpio comes from Debian bookworm's orig (no byte-identical cpio 2.15 here), so
+    BR2_REPRODUCIBLE can be on; the edits seedfw makes to it are listed with the override."""
+    cpio = next(o for o in mirror.OVERRIDES if o.package == "cpio")
+    assert cpio.describe() == "host-cpio 2.13 instead of 2.15 (cpio_2.13+dfsg.orig.tar.bz2, " \
+                              "Debian bookworm orig)"
+    text = mirror.override_file_text()
+    assert 'HOST_CPIO_CONF_ENV = CFLAGS="$(HOST_CFLAGS) -fcommon"' in text
+    assert cpio.edits == (("Makefile.in", "SUBDIRS = doc gnu lib rmt src po tests",
+                           "SUBDIRS = gnu lib rmt src po tests"),)
 
-@pytest.fixture(scope="session")
-def br_build(tmp_path_factory):
-    from rich.console import Console
 
-    out = tmp_path_factory.mktemp("build-qemu-aarch64-buildroot")
-    buf = io.StringIO()
-    console = Console(file=buf, width=300, color_system=None, highlight=False, soft_wrap=True)
-    result = build_mod.build("qemu-aarch64", out, [FRAGMENT], console=console)
-    return result, buf.getvalue()
+def test_an_override_edit_that_does_not_apply_is_refused(tmp_path, monkeypatch):
+    import dataclasses
+    root = tree.ensure()
+    monkeypatch.setenv("SEEDFW_CACHE_DIR", str(tmp_path / "cache"))
+    cpio = next(o for o in mirror.OVERRIDES if o.package == "cpio")
+    bad = dataclasses.replace(cpio, edits=(("Makefile.in", "SUBDIRS = nope", "SUBDIRS ="),))
+    monkeypatch.setattr(mirror, "OVERRIDES", (bad,))
+    with pytest.raises(SeedfwError) as err:
+        mirror.prepare_overrides(root, None, lambda m: None)
+    assert err.value.message == "cpio_2.13+dfsg.orig.tar.bz2: Makefile.in does not hold " \
+                                "'SUBDIRS = nope' exactly once; the edit seedfw makes does not apply"
+    assert not bad.srcdir().exists()                     # nothing half-prepared is left
+    # Negative control: the real edit applies, and the prepared dir records it.
+    monkeypatch.setattr(mirror, "OVERRIDES", (cpio,))
+    mirror.prepare_overrides(root, None, lambda m: None)
+    assert "SUBDIRS = gnu lib rmt src po tests" in (cpio.srcdir() / "Makefile.in").read_text()
+    assert json.loads((cpio.srcdir() / mirror.MARK).read_text())["edits"] == \
+        [list(e) for e in cpio.edits]
+
+
+# ---- the OPP overlay U-Boot applies, and the agent's check of it (no Buildroot build) ------------
+
+def _fdt_to_dir(dtb: Path, dest: Path, node: str = "/") -> None:
+    """A /proc/device-tree-like directory of `dtb` (a file-backed stand-in for the kernel's view:
+    one dir per node, one file per property holding its raw bytes), made with fdtget."""
+    def get(*args):
+        return subprocess.run(["fdtget", *args], capture_output=True, text=True,
+                              check=True).stdout.split()
+    dest.mkdir(parents=True, exist_ok=True)
+    for prop in get("-p", str(dtb), node):
+        raw = subprocess.run(["fdtget", "-t", "bx", str(dtb), node, prop], capture_output=True,
+                             text=True, check=True).stdout.split()
+        (dest / prop).write_bytes(bytes(int(b, 16) for b in raw))
+    for sub in get("-l", str(dtb), node):
+        _fdt_to_dir(dtb, dest / sub, node.rstrip("/") + "/" + sub)
+
+
+@pytest.fixture(scope="module")
+def opp_overlay(tmp_path_factory):
+    """The overlay osimage makes from a build's opp.dtb, and QEMU virt's own DT with it applied
+    by fdtoverlay (the same operation as U-Boot's `fdt apply`)."""
+    from seedfw import dvfs
+    from seedfw.buildroot import osimage
+    work = tmp_path_factory.mktemp("opp-overlay")
+    board = boards.get("qemu-aarch64")
+    outs = dvfs.build_outputs(board, {"POWER_PROFILE": "balanced"}, work)
+    dtbo = osimage.make_overlay(outs["dtb"], work / "opp.dtbo", None)
+    base = work / "virt.dtb"
+    subprocess.run(["qemu-system-aarch64", "-machine", f"virt,dumpdtb={base}", "-cpu",
+                    "cortex-a57", "-nographic", "-nic", "none"], capture_output=True, check=True)
+    applied = work / "applied.dtb"
+    subprocess.run(["fdtoverlay", "-i", str(base), "-o", str(applied), str(dtbo)], check=True)
+    return {"dtb": outs["dtb"], "dtbo": dtbo, "base": base, "applied": applied,
+            "table": dvfs.load(board.dvfs_file), "work": work}
+
+
+def test_opp_overlay_is_a_real_overlay_fdtoverlay_applies(opp_overlay):
+    o = opp_overlay
+    def fget(*a):
+        return subprocess.run(["fdtget", *map(str, a)], capture_output=True, text=True,
+                              check=True).stdout.split()
+    assert fget("-l", o["dtbo"], "/") == ["fragment@0"]
+    assert fget("-t", "s", o["dtbo"], "/fragment@0", "target-path") == ["/"]
+    for dom in o["table"].domains:
+        node = f"/opp-table-{dom.name}"
+        # (fdtoverlay, like U-Boot, adds new subnodes in reverse order: compare as sets)
+        assert sorted(fget("-l", o["applied"], node)) == sorted(f"opp-{p.hz}" for p in dom.opps)
+        for p in dom.opps:
+            assert [int(x) for x in fget("-t", "u", o["applied"], f"{node}/opp-{p.hz}",
+                                         "opp-microvolt")] == [p.uv_target, p.uv_min, p.uv_max]
+    # QEMU's own nodes are still there (an overlay on "/", not a replacement).
+    assert "pl011@9000000" in fget("-l", o["applied"], "/")
+    # Negative control: the plain fragment (opp.dtb) is no overlay: fdtoverlay finds no fragment
+    # in it and the result has no OPP table.
+    subprocess.run(["fdtoverlay", "-i", str(o["base"]), "-o", str(o["work"] / "x.dtb"),
+                    str(o["dtb"])], check=True)
+    assert not [n for n in fget("-l", o["work"] / "x.dtb", "/") if n.startswith("opp-table")]
+
+
+@pytest.fixture(scope="module")
+def host_agent(tmp_path_factory):
+    """firmware/agent built with the host cc (the same sources Buildroot cross-compiles)."""
+    agent = ROOT / "firmware" / "agent"
+    common, include = ROOT / "firmware" / "common", ROOT / "firmware" / "include"
+    exe = tmp_path_factory.mktemp("agent") / "seedfw-agent"
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{common}",
+                    f"-I{include}", "-o", str(exe), str(agent / "agent.c"),
+                    *(str(common / n) for n in ("pkg_verify.c", "sha256.c", "crc32.c"))],
+                   check=True)
+    return exe
+
+
+def _package(tmp_path: Path) -> Path:
+    from seedfw import dvfs
+    from seedfw.images import package
+    from seedfw.images.entries import DvfsEntry
+    table = dvfs.load(boards.get("qemu-aarch64").dvfs_file)
+    path = tmp_path / "pkg.bin"
+    path.write_bytes(package.encode([DvfsEntry("dvfs", dvfs.encode(table, "balanced"))]))
+    return path
+
+
+def test_agent_checks_the_dt_opp_tables_against_the_dvfs_table(opp_overlay, host_agent, tmp_path):
+    pkg = _package(tmp_path)
+    dt = tmp_path / "device-tree"                    # stand-in for /proc/device-tree
+    _fdt_to_dir(opp_overlay["applied"], dt)
+
+    def agent(d):
+        p = subprocess.run([str(host_agent), "--file", str(pkg), "--dt-opp", str(d)],
+                           capture_output=True, text=True)
+        return p.returncode, p.stdout.splitlines()
+
+    rc, lines = agent(dt)
+    assert rc == 0 and lines[-1] == "agent: ok", lines
+    assert "agent: dt opp: cpu 4 opps match dvfs table" in lines
+    assert "agent: dt opp: npu 3 opps match dvfs table" in lines
+    # Negative controls: one voltage changed; the DT without the overlay.
+    (dt / "opp-table-cpu" / "opp-500000000" / "opp-microvolt").write_bytes(
+        bytes.fromhex("000aae61" "000aae60" "0010c8e0"))
+    rc, lines = agent(dt)
+    assert rc == 1 and lines[-1] == "agent: FAILED, 1 errors"
+    assert "agent: dt opp: cpu mismatch: opp-500000000 opp-microvolt is not " \
+           "<700000 700000 1100000>" in lines
+    assert "agent: dt opp: npu 3 opps match dvfs table" in lines
+    bare = tmp_path / "bare"
+    _fdt_to_dir(opp_overlay["base"], bare)
+    rc, lines = agent(bare)
+    assert rc == 1 and lines[-1] == "agent: FAILED, 2 errors"
+    assert f"agent: dt opp: cpu mismatch: no {bare}/opp-table-cpu in the device tree" in lines
+
+
+# ---- one real Buildroot build per session (br_build: tests/conftest.py) ----------------------
 
 
 @pytest.mark.slow
@@ -160,14 +293,16 @@ def test_rootfs_holds_the_agent_and_its_settings(br_build):
     info = json.loads((result.outdir / "images" / "buildroot.json").read_text())
     assert info["rootfs"]["rootfs.cpio"]["entries"] == len(names) == cpio_entries(cpio)
     assert {o["package"] for o in info["overrides"]} == \
-        {"host-m4", "host-libtool", "host-fakeroot", "host-patchelf"}
+        {"host-m4", "host-libtool", "host-fakeroot", "host-patchelf", "host-cpio"}
+    # BR2_REPRODUCIBLE builds rootfs.cpio with host-cpio, i.e. from the override dir.
+    assert all(o["built"] for o in info["overrides"]), info["overrides"]
     work = result.outdir / "scratch"
     work.mkdir()
     subprocess.run(["cpio", "-id", "--quiet", "usr/bin/seedfw-agent", "etc/default/seedfw-agent"],
                    stdin=open(cpio, "rb"), cwd=work, check=True)
     assert (work / "usr/bin/seedfw-agent").read_bytes()[:4] == b"\x7fELF"
     assert (work / "usr/bin/seedfw-agent").read_bytes()[18] == 183        # EM_AARCH64
-    assert 'SEEDFW_AGENT_ARGS="--mem 0x60400000:0x400000"' in \
+    assert 'SEEDFW_AGENT_ARGS="--mem 0x60400000:0x400000 --dt-opp /proc/device-tree"' in \
         (work / "etc/default/seedfw-agent").read_text()
 
 
@@ -210,9 +345,11 @@ def test_os_boots_through_tf_a_and_u_boot(br_build):
     order = ["NOTICE:  BL1: Booting BL2", "NOTICE:  BL1: Booting BL31", "U-Boot 2025.01-seedfw",
              "seedfw: firmware FIT verified", "seedfw: OS FIT verified, running its boot script",
              "seedfw: Linux with the boot package at 0x60400000 reserved (no-map)",
+             "seedfw: OPP overlay applied to the DT",
              "Starting kernel ...", "Linux version 6.1.0-50-cloud-arm64",
              "agent: boot package at 0x60400000 (4194304 bytes reserved)",
-             "agent: model yolov8s sha256 ok", "agent: ok"]
+             "agent: model yolov8s sha256 ok", "agent: dt opp: cpu 4 opps match dvfs table",
+             "agent: dt opp: npu 3 opps match dvfs table", "agent: ok"]
     positions = [text.find(line) for line in order]
     assert -1 not in positions and positions == sorted(positions), list(zip(order, positions))
 
@@ -238,6 +375,40 @@ def test_a_corrupted_rootfs_in_the_os_fit_is_stopped_by_u_boot(br_build, tmp_pat
 
 
 @pytest.mark.slow
+def test_a_tampered_opp_overlay_is_reported_by_the_agent(br_build, tmp_path):
+    """Negative control of the overlay check through the whole chain: the OS FIT rebuilt with
+    one OPP voltage changed in its overlay (so every FIT hash is valid again, U-Boot accepts it
+    and applies it); the agent finds the DT differs from the DVFS table and the boot fails."""
+    result, _ = br_build
+    out = tmp_path / "out"
+    shutil.copytree(result.outdir / "images", out / "images")
+    fit = tmp_path / "fit"
+    shutil.copytree(result.outdir / "build" / "os-fit", fit)
+    name = "qemu-aarch64-os.itb"
+    original = (fit / name).read_bytes()
+    dtbo = bytearray((fit / "opp.dtbo").read_bytes())
+    cells = bytes.fromhex("000aae60000aae600010c8e0")          # opp-500000000: 700000 uV
+    assert dtbo.count(cells) == 1
+    at = dtbo.find(cells)
+    dtbo[at:at + 4] = bytes.fromhex("000aae61")               # 700001 uV
+    (fit / "opp.dtbo").write_bytes(bytes(dtbo))
+    subprocess.run(["mkimage", "-f", "os.its", name], cwd=fit, check=True, capture_output=True,
+                   env={"PATH": "/usr/bin:/bin", "SOURCE_DATE_EPOCH": str(util_epoch())})
+    tampered = (fit / name).read_bytes()
+    assert len(tampered) == len(original) and tampered != original
+    disk = out / "images" / "qemu-aarch64-disk.img"
+    data = disk.read_bytes()
+    at = data.find(original)
+    assert at > 0
+    disk.write_bytes(data[:at] + tampered + data[at + len(original):])
+    with pytest.raises(SeedfwError) as err:
+        _boot(result, out)
+    assert err.value.message == "OS boot failed: agent: dt opp: cpu mismatch: opp-500000000 " \
+                                "opp-microvolt is not <700000 700000 1100000> (QEMU exit status 0)"
+    assert "agent: FAILED, 1 errors" in err.value.tail
+
+
+@pytest.mark.slow
 def test_os_boots_and_the_agent_reports(br_build):
     result, _ = br_build
     booted = _boot(result, chain=False)       # QEMU loads kernel and initramfs itself
@@ -247,6 +418,8 @@ def test_os_boots_and_the_agent_reports(br_build):
     assert any(line.startswith("agent: dvfs: 2 domains, 7 opps, profile=") and
                line.endswith("crc ok") for line in lines)
     assert "agent: model yolov8s sha256 ok" in lines and lines[-1] == "agent: ok"
+    # The direct boot applies the same overlay (fdtoverlay on the host), so the check passes.
+    assert "agent: dt opp: cpu 4 opps match dvfs table" in lines
     assert any("Linux version 6.1.0-50-cloud-arm64" in line for line in booted.lines)
 
 
@@ -295,6 +468,14 @@ def test_report_has_the_os_section(br_build):
                              "image_size": (result.outdir / "images" / "Image").stat().st_size}
     md = (result.outdir / "report" / "report.md").read_text()
     assert "## OS" in md and "- host-fakeroot 1.29 instead of 1.36: fakeroot_1.29.tar.gz" in md
+    page = (result.outdir / "report" / "report.html").read_text()
+    os_html = page.split("<h2>OS</h2>")[1].split("<h2>")[0]
+    assert f'<tr><td>rootfs.cpio</td><td class="n">{cpio.stat().st_size:,}</td>' \
+           f'<td class="n">{os_["rootfs"]["rootfs.cpio"]["entries"]}</td></tr>' in os_html
+    busybox, fit = os_["package_sizes"]["busybox"], os_["os_fit"]
+    assert f'<tr><td>busybox</td><td class="n">{busybox:,}</td>' in os_html
+    assert f'<td>{fit["name"]}</td><td class="n">{fit["size"]:,}</td>' in os_html
+    assert "<td>host-cpio</td><td>2.13</td><td>2.15</td>" in os_html
 
 
 @pytest.mark.slow
@@ -319,6 +500,11 @@ def test_legal_bundle_covers_the_whole_firmware(br_build):
     first = (legal / "sbom.cdx.json").read_bytes()
     assert invoke("legal", "--board", "qemu-aarch64", "--output", result.outdir).returncode == 0
     assert (legal / "sbom.cdx.json").read_bytes() == first
+
+
+def util_epoch() -> int:
+    from seedfw import util
+    return util.source_date_epoch()
 
 
 def util_sha(path: Path) -> str:

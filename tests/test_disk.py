@@ -40,6 +40,21 @@ def test_gpt_layout(rk3588_build):
 
 
 @pytest.mark.slow
+def test_without_buildroot_the_rootfs_is_an_empty_placeholder(rk3588_build, tmp_path):
+    """Negative control of tests/test_os_rk3588.py: no OS configured, so no boot file system,
+    no bootable flag, and an ext4 "rootfs" with nothing of Buildroot's in it."""
+    import struct
+    import subprocess
+    disk = builds.image(rk3588_build, "rk3588-disk.img").read_bytes()
+    assert [struct.unpack_from("<Q", disk, 2 * 512 + 128 * i + 48)[0] for i in range(3)] == [0] * 3
+    (tmp_path / "rootfs.ext4").write_bytes(disk[48 * MIB:64 * MIB])
+    ls = subprocess.run(["debugfs", "-R", "ls /", tmp_path / "rootfs.ext4"], capture_output=True,
+                        text=True, check=True).stdout.split()
+    assert "lost+found" in ls and "usr" not in ls and "bin" not in ls
+    assert not builds.image(rk3588_build, "rootfs.ext4").exists()
+
+
+@pytest.mark.slow
 def test_inspect_disk_image(rk3588_build):
     proc, doc = _inspect_json(builds.image(rk3588_build, "rk3588-disk.img"))
     assert proc.returncode == 0, proc.stderr

@@ -425,3 +425,58 @@ def test_synthetic_model_blobs_are_flagged_in_all_three_formats(outdirs, tmp_pat
     plain = build_report(outdirs["new"])
     assert plain["bandwidth"]["models"]["synthetic_models"] == []
     assert "synthetic" not in markdown.render(plain).split(markdown.KINDS_LINE)[1].lower()
+
+
+def test_html_has_the_os_section(outdirs, tmp_path):
+    """report.html's OS section shows what images/buildroot.json and the files say. The Buildroot
+    output is a file-backed stand-in (a target dir and its packages-file-list.txt, the files
+    Buildroot's graph-size reads); the sizes, cpio and overrides are computed by seedfw's own
+    code from it, as in a real build (tests/test_buildroot.py checks those against Buildroot)."""
+    import subprocess
+    from seedfw.buildroot import mirror
+    from seedfw.packages.buildroot import cpio_entries, package_sizes
+    out = tmp_path / "out"
+    shutil.copytree(outdirs["base"], out, ignore=shutil.ignore_patterns("report"))
+    br = tmp_path / "buildroot-standin"
+    files = {"busybox": ("bin/busybox", 5000), "seedfw-agent": ("usr/bin/seedfw-agent", 1234),
+             "skeleton-init-sysv": ("etc/inittab", 100)}
+    for pkg, (rel, size) in files.items():
+        (br / "target" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (br / "target" / rel).write_bytes(b"\x01" * size)
+    (br / "build").mkdir()
+    (br / "build" / "packages-file-list.txt").write_text(
+        "".join(f"{pkg},./{rel}\n" for pkg, (rel, _) in files.items()))
+    images = out / "images"
+    images.mkdir(exist_ok=True)
+    cpio = images / "rootfs.cpio"
+    names = subprocess.run(["find", "."], cwd=br / "target", capture_output=True, check=True).stdout
+    with open(cpio, "wb") as f:
+        subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=br / "target", input=names,
+                       stdout=f, check=True)
+    info = {"version": "2025.02.16", "package_sizes": package_sizes(br),
+            "rootfs": {"rootfs.cpio": {"size": cpio.stat().st_size, "entries": cpio_entries(cpio)}},
+            "overrides": [dict(o, built=o["package"] != "host-patchelf") for o in mirror.listing()]}
+    (images / "buildroot.json").write_text(json.dumps(info))
+    (images / "Image").write_bytes(b"\0" * 4096)
+    (images / "qemu-aarch64-os.itb").write_bytes(b"\0" * 8192)
+    config = json.loads((out / "config.json").read_text())
+    config["KERNEL_PACKAGE"] = "linux-image-6.1.0-50-cloud-arm64"
+    (out / "config.json").write_text(json.dumps(config))
+    page = html.render(build_report(out))
+    assert "<h2>OS</h2>" in page
+    os_part = page.split("<h2>OS</h2>")[1].split("<h2>")[0]
+    size = f"{cpio.stat().st_size:,}"
+    assert f'<tr><td>rootfs.cpio</td><td class="n">{size}</td><td class="n">8</td></tr>' \
+        in os_part, os_part                              # 3 files + 5 dirs ("." too)
+    assert '<td>Image (linux-image-6.1.0-50-cloud-arm64)</td><td class="n">4,096</td>' in os_part
+    assert '<td>qemu-aarch64-os.itb</td><td class="n">8,192</td>' in os_part
+    assert '<tr><td>busybox</td><td class="n">5,000</td><td class="n">78.9 %</td></tr>' in os_part
+    assert '<tr><td>seedfw-agent</td><td class="n">1,234</td><td class="n">19.5 %</td></tr>' \
+        in os_part
+    assert "<td>host-cpio</td><td>2.13</td><td>2.15</td>" \
+           "<td><code>cpio_2.13+dfsg.orig.tar.bz2</code></td><td>Debian bookworm orig</td>" \
+        in os_part
+    assert "<td>seedfw mirror buildroot-src/ (not built in this configuration)</td>" in os_part
+    # Negative control: no buildroot.json, no OS section.
+    (images / "buildroot.json").unlink()
+    assert "<h2>OS</h2>" not in html.render(build_report(out))

@@ -12,10 +12,17 @@
  *   agent: dvfs dvfs sha256 ok
  *   agent: dvfs: 2 domains, 7 opps, profile=balanced, crc ok
  *   agent: model yolov8s sha256 ok
+ *   agent: dt opp: cpu 4 opps match dvfs table          (with --dt-opp DIR)
  *   agent: cpufreq: ...
  *   agent: ok                        (or "agent: FAILED, N errors"; exit status 1)
  *
- * usage: seedfw-agent --mem ADDR:SIZE | --file PATH
+ * --dt-opp DIR compares the OPP tables in the live device tree (DIR = /proc/device-tree; the
+ * bootloader applied seedfw's generated OPP overlay, seedfw.buildroot.osimage) with the DVFS
+ * table of the verified boot package: the two come from one board file by two routes (the
+ * overlay through the OS FIT, the table through the firmware FIT), so a difference means one
+ * of them is not what this build made. A difference counts as an error, like a bad hash.
+ *
+ * usage: seedfw-agent (--mem ADDR:SIZE | --file PATH) [--dt-opp DIR]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -98,36 +105,125 @@ static uint8_t *read_file(const char *path, uint64_t *size)
 	return buf;
 }
 
-/* The highest frequency the default profile allows in the first "cpu*" domain, in Hz; 0 if none. */
-static uint64_t profile_cpu_cap(const uint8_t *pkg, uint64_t size)
+/* The (verified) DVFS table inside the package; NULL if there is none. */
+static const uint8_t *dvfs_table(const uint8_t *pkg, uint64_t size)
 {
 	struct seedfw_pkg_header h;
 	memcpy(&h, pkg, sizeof(h));
 	for (uint32_t i = 0; i < h.entry_count; i++) {
 		struct seedfw_pkg_entry e;
 		memcpy(&e, pkg + h.header_size + i * h.entry_size, sizeof(e));
-		if (e.type != SEEDFW_PKG_T_DVFS || (uint64_t)e.offset + e.size > size)
-			continue;
-		const uint8_t *t = pkg + e.offset;
-		struct dvfs_table_header th;
-		memcpy(&th, t, sizeof(th));
-		struct dvfs_profile prof;
-		memcpy(&prof, t + th.profiles_offset + th.default_profile * sizeof(prof), sizeof(prof));
-		for (uint32_t d = 0; d < th.domain_count && d < DVFS_MAX_DOMAINS; d++) {
-			struct dvfs_domain dom;
-			memcpy(&dom, t + th.domains_offset + d * sizeof(dom), sizeof(dom));
-			if (strncmp(dom.name, "cpu", 3) != 0)
-				continue;
-			uint64_t cap = 0;
-			for (uint32_t k = 0; k < dom.opp_count && k < DVFS_MAX_OPPS; k++) {
-				struct dvfs_opp opp;
-				memcpy(&opp, t + th.opps_offset + (dom.first_opp + k) * sizeof(opp),
-				       sizeof(opp));
-				if (prof.opp_mask[d] & (1u << k) && opp.hz > cap)
-					cap = opp.hz;
-			}
-			return cap;
+		if (e.type == SEEDFW_PKG_T_DVFS && (uint64_t)e.offset + e.size <= size)
+			return pkg + e.offset;
+	}
+	return NULL;
+}
+
+/* A big-endian DT property of exactly `n` cells (32-bit) into `out`; 0 on success. */
+static int dt_cells(const char *path, uint32_t *out, size_t n)
+{
+	uint8_t buf[64];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	size_t got = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (got != n * 4)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = (uint32_t)buf[4 * i] << 24 | (uint32_t)buf[4 * i + 1] << 16 |
+			 (uint32_t)buf[4 * i + 2] << 8 | buf[4 * i + 3];
+	return 0;
+}
+
+/* One domain's DT OPP table (DIR/opp-table-<name>) against the DVFS table: one line, 0/1 error. */
+static uint32_t dt_opp_domain(const char *dir, const uint8_t *t, const struct dvfs_table_header *th,
+			      const struct dvfs_domain *dom)
+{
+	char name[DVFS_NAME_LEN + 1] = {0}, table[512], path[640];
+	memcpy(name, dom->name, DVFS_NAME_LEN);
+	snprintf(table, sizeof(table), "%.300s/opp-table-%s", dir, name);
+	DIR *d = opendir(table);
+	if (!d) {
+		printf("agent: dt opp: %s mismatch: no %s in the device tree\n", name, table);
+		return 1;
+	}
+	uint32_t nodes = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL)
+		nodes += strncmp(de->d_name, "opp-", 4) == 0 && strcmp(de->d_name, "opp-shared") != 0;
+	closedir(d);
+	if (nodes != dom->opp_count) {
+		printf("agent: dt opp: %s mismatch: %u opp nodes, dvfs table has %u\n", name, nodes,
+		       dom->opp_count);
+		return 1;
+	}
+	for (uint32_t k = 0; k < dom->opp_count; k++) {
+		struct dvfs_opp o;
+		memcpy(&o, t + th->opps_offset + (dom->first_opp + k) * sizeof(o), sizeof(o));
+		uint32_t hz[2], uv[3];
+		snprintf(path, sizeof(path), "%s/opp-%llu/opp-hz", table, (unsigned long long)o.hz);
+		if (dt_cells(path, hz, 2) || ((uint64_t)hz[0] << 32 | hz[1]) != o.hz) {
+			printf("agent: dt opp: %s mismatch: no opp-%llu with opp-hz %llu\n", name,
+			       (unsigned long long)o.hz, (unsigned long long)o.hz);
+			return 1;
 		}
+		snprintf(path, sizeof(path), "%s/opp-%llu/opp-microvolt", table,
+			 (unsigned long long)o.hz);
+		if (dt_cells(path, uv, 3) || uv[0] != o.microvolt_target ||
+		    uv[1] != o.microvolt_min || uv[2] != o.microvolt_max) {
+			printf("agent: dt opp: %s mismatch: opp-%llu opp-microvolt is not <%u %u %u>\n",
+			       name, (unsigned long long)o.hz, o.microvolt_target, o.microvolt_min,
+			       o.microvolt_max);
+			return 1;
+		}
+	}
+	printf("agent: dt opp: %s %u opps match dvfs table\n", name, dom->opp_count);
+	return 0;
+}
+
+/* Every domain of the DVFS table against the device tree under `dir`; returns the errors. */
+static uint32_t dt_opp_check(const char *dir, const uint8_t *pkg, uint64_t size)
+{
+	const uint8_t *t = dvfs_table(pkg, size);
+	if (!t) {
+		printf("agent: dt opp: mismatch: no dvfs table in the boot package\n");
+		return 1;
+	}
+	struct dvfs_table_header th;
+	memcpy(&th, t, sizeof(th));
+	uint32_t errors = 0;
+	for (uint32_t i = 0; i < th.domain_count && i < DVFS_MAX_DOMAINS; i++) {
+		struct dvfs_domain dom;
+		memcpy(&dom, t + th.domains_offset + i * sizeof(dom), sizeof(dom));
+		errors += dt_opp_domain(dir, t, &th, &dom);
+	}
+	return errors;
+}
+
+/* The highest frequency the default profile allows in the first "cpu*" domain, in Hz; 0 if none. */
+static uint64_t profile_cpu_cap(const uint8_t *pkg, uint64_t size)
+{
+	const uint8_t *t = dvfs_table(pkg, size);
+	if (!t)
+		return 0;
+	struct dvfs_table_header th;
+	memcpy(&th, t, sizeof(th));
+	struct dvfs_profile prof;
+	memcpy(&prof, t + th.profiles_offset + th.default_profile * sizeof(prof), sizeof(prof));
+	for (uint32_t d = 0; d < th.domain_count && d < DVFS_MAX_DOMAINS; d++) {
+		struct dvfs_domain dom;
+		memcpy(&dom, t + th.domains_offset + d * sizeof(dom), sizeof(dom));
+		if (strncmp(dom.name, "cpu", 3) != 0)
+			continue;
+		uint64_t cap = 0;
+		for (uint32_t k = 0; k < dom.opp_count && k < DVFS_MAX_OPPS; k++) {
+			struct dvfs_opp opp;
+			memcpy(&opp, t + th.opps_offset + (dom.first_opp + k) * sizeof(opp), sizeof(opp));
+			if (prof.opp_mask[d] & (1u << k) && opp.hz > cap)
+				cap = opp.hz;
+		}
+		return cap;
 	}
 	return 0;
 }
@@ -195,6 +291,11 @@ int main(int argc, char **argv)
 {
 	uint8_t *pkg = NULL;
 	uint64_t size = 0;
+	const char *dt_dir = NULL;
+	if (argc == 5 && strcmp(argv[3], "--dt-opp") == 0) {
+		dt_dir = argv[4];
+		argc = 3;
+	}
 	if (argc == 3 && strcmp(argv[1], "--mem") == 0) {
 		unsigned long long addr, len;
 		if (sscanf(argv[2], "%lli:%lli", &addr, &len) != 2 || len == 0 || len % 8 || addr % 4096) {
@@ -208,7 +309,7 @@ int main(int argc, char **argv)
 	} else if (argc == 3 && strcmp(argv[1], "--file") == 0) {
 		pkg = read_file(argv[2], &size);
 	} else {
-		fprintf(stderr, "usage: %s --mem ADDR:SIZE | --file PATH\n", argv[0]);
+		fprintf(stderr, "usage: %s (--mem ADDR:SIZE | --file PATH) [--dt-opp DIR]\n", argv[0]);
 		return 2;
 	}
 	if (!pkg) {
@@ -218,6 +319,8 @@ int main(int argc, char **argv)
 	struct seedfw_pkg_result res;
 	uint32_t errors = seedfw_pkg_verify(pkg, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size,
 	                                    &res, agent_putc);
+	if (!errors && res.dvfs_crc_ok == 1 && dt_dir)
+		errors += dt_opp_check(dt_dir, pkg, size);
 	if (!errors && res.dvfs_crc_ok == 1)
 		apply_profile(profile_cpu_cap(pkg, size), res.dvfs_profile);
 	stats();

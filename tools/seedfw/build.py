@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, packages, paths, util
+from . import __version__, ccache, packages, paths, util
 from . import config as config_mod
 from .plan import Plan
 from .report import stage as report_stage
@@ -26,6 +26,7 @@ STAGES = [
     "seedfw.images.steps",        # DVFS tables + hints, models, FIT / boot package
     "seedfw.images.rockchip",     # rk3588: binman → u-boot-rockchip.bin & co., checked
     "seedfw.buildroot.osimage",   # OS FIT (kernel + Buildroot initramfs) for U-Boot's "boot" part.
+    "seedfw.buildroot.rk3588_os", # rk3588: kernel, DT + OPP overlay, extlinux.conf for "boot"
     "seedfw.images.disk",         # GPT disk image (genimage) + .bmap
     "seedfw.images.loader",       # rk3588: maskrom loader (rkdeveloptool db) from rkbin's recipe
 ]
@@ -45,10 +46,12 @@ class BuildResult:
 
 
 def build(board: str, output=None, fragments=(), jobs: int | None = None, strict: bool = False,
-          console=None, counter: str = "") -> BuildResult:
+          console=None, counter: str = "", jobserver=None) -> BuildResult:
     """Build one board into its output directory; returns what ran and the manifest.
 
     `counter` (e.g. " (2/3)") follows the board name in the progress lines of a multi-board build.
+    `jobserver`: the job limit shared with the other boards of `invoke build --board all` (see
+    seedfw.jobserver and seedfw.multibuild); None: this plan's own `jobs` steps in parallel.
     Ctrl-C (KeyboardInterrupt) leaves the previous images, stamps and manifest of the interrupted
     steps as they were (see seedfw.plan) and propagates.
     """
@@ -58,10 +61,10 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
     outdir = paths.output_dir(board, output)
     with util.file_lock(outdir / ".lock", f"output directory {_shown(outdir)}",
                         say=(lambda m: say(m, markup=False, highlight=False)) if console else None):
-        return _build(board, output, fragments, jobs, strict, console, say, counter)
+        return _build(board, output, fragments, jobs, strict, console, say, counter, jobserver)
 
 
-def _build(board, output, fragments, jobs, strict, console, say, counter) -> BuildResult:
+def _build(board, output, fragments, jobs, strict, console, say, counter, jobserver) -> BuildResult:
     started = time.monotonic()
     cfg = config_mod.configure(board, output, fragments, strict)
     for warning in cfg.warnings:
@@ -69,7 +72,7 @@ def _build(board, output, fragments, jobs, strict, console, say, counter) -> Bui
     ctx = packages.BuildContext(cfg, progress=lambda m: say(m, markup=False, highlight=False))
     say(f"[bold]{board}[/]{counter}: build {ctx.build_id} → {_shown(ctx.outdir)}")
 
-    plan = Plan(ctx.outdir, jobs, console)
+    plan = Plan(ctx.outdir, jobs, console, jobserver=jobserver)
     artifacts: list[Path] = []
     declared = []           # BootArtifacts: what the board reads at boot (see write_manifest)
     for pkg in packages.enabled(cfg.values):
@@ -81,7 +84,9 @@ def _build(board, output, fragments, jobs, strict, console, say, counter) -> Bui
         artifacts += module.add_steps(plan, ctx) or []
         declared += getattr(module, "boot_artifacts", lambda c: [])(ctx)
 
+    ccache.begin(ctx)                 # this build's stats log; a dead remote warns here, once
     records = plan.run()
+    ccache.finish(ctx)                # images/ccache.json, read by the report
     manifest = write_manifest(ctx, artifacts, declared)
     for name, why in manifest.get("non_functional", {}).items():
         say(f"  [bold red]NON-FUNCTIONAL[/] {name}: {why}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,9 +63,19 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
+# kconfiglib reads $(SEEDFW_BOARD) from os.environ, which is one per process: boards configured
+# at the same time (invoke build --board all, one thread per board) take turns.
+_KCONFIG_ENV = threading.Lock()
+
+
 def load_kconfig(board: str) -> kconfiglib.Kconfig:
     """Parse the Kconfig tree for a board (its board/<b>/Kconfig is sourced by the root)."""
     boards.get(board)  # unknown board → clear error before kconfiglib sees a missing file
+    with _KCONFIG_ENV:
+        return _load_kconfig(board)
+
+
+def _load_kconfig(board: str) -> kconfiglib.Kconfig:
     saved = {k: os.environ.get(k) for k in ("SEEDFW_BOARD", "srctree")}
     os.environ["SEEDFW_BOARD"] = board
     os.environ["srctree"] = str(ROOT)
@@ -200,6 +211,8 @@ def configure(board: str, output=None, fragments=(), strict: bool = False) -> Co
     cfg = resolve(board, output, fragments, strict)
     from .buildroot import external         # the Buildroot menu → <out>/buildroot.fragment
     buildroot_lines = external.checked_fragment(cfg)    # bad symbols fail before any write
+    from . import ccache                    # a malformed team-cache URL, likewise
+    ccache.check_configured(cfg.values, [*fragments, cfg.outdir / USER_FRAGMENT])
     out = cfg.outdir
     out.mkdir(parents=True, exist_ok=True)
     with util.atomic_path(out / ".config") as tmp:
@@ -222,7 +235,14 @@ def load_values(outdir) -> dict:
         raise SeedfwError(f"not valid JSON: {exc.msg}", path, f"line {exc.lineno}") from None
 
 
+# Symbols that change how the build runs, never what it makes (the compiler cache, whose hits
+# are the compiler's own objects): kept out of the hash, so the build id the firmware prints,
+# and with it every image, is the same with the cache on, off, local or remote.
+NOT_HASHED = ("CCACHE", "CCACHE_DIR", "CCACHE_REMOTE_STORAGE")
+
+
 def config_hash(values: dict) -> str:
+    values = {k: v for k, v in values.items() if k not in NOT_HASHED}
     return util.sha256_bytes(json.dumps(values, sort_keys=True).encode())
 
 

@@ -191,3 +191,52 @@ def outside_closure(needs: list[Need], pkgs: list[str]) -> list[str]:
         if pkg not in allowed:
             problems.append(f"{found}: shipped by {pkg or 'no package'}, outside the closure")
     return problems
+
+
+# --- ccache's remote storage (CONFIG_CCACHE_REMOTE_STORAGE) --------------------------------------
+
+def configured_remotes(configs) -> dict[str, str]:
+    """{remote entry: the .config that sets it} from CONFIG_CCACHE_REMOTE_STORAGE lines."""
+    from . import ccache
+    found = {}
+    for cfg in configs:
+        try:
+            lines = Path(cfg).read_text().splitlines()
+        except (FileNotFoundError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            if line.startswith("CONFIG_CCACHE_REMOTE_STORAGE="):
+                text = line.split("=", 1)[1].strip().strip('"')
+                for entry in text.split():
+                    ccache.check_remote(entry, cfg)
+                    found.setdefault(entry, str(cfg))
+    return found
+
+
+def ccache_remote_checks(remotes: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for each configured remote: ccache must list the back-end among its
+    `ccache --version` features (an error: every compile would fail); a remote that does not
+    answer now is only a warning, as in the build (local-only, never a failed build)."""
+    from . import ccache
+    if not remotes:
+        return [], []
+    try:
+        version = subprocess.run(["ccache", "--version"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return [f"ccache is not installed but {', '.join(remotes)} is configured"], []
+    errors, warnings = [], []
+    features = next((line for line in version.splitlines() if line.startswith("Features:")),
+                    "Features: (none listed)")
+    for entry, cfg in remotes.items():
+        if not ccache.has_remote_feature(version, entry):
+            errors.append(f"{cfg}: CONFIG_CCACHE_REMOTE_STORAGE: {entry} needs ccache's "
+                          f"{entry.split(':')[0]}-storage back-end; this ccache has "
+                          f"{features.split(':', 1)[1].strip()}")
+            continue
+        why = ccache.probe(entry)
+        if why is None:
+            warnings.append(f"ok: ccache remote {entry} ({cfg}): back-end compiled in, answers")
+        else:
+            warnings.append(f"warning: ccache remote {entry} ({cfg}) does not answer ({why}): "
+                            "builds will use the local cache only")
+    return errors, warnings

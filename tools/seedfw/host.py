@@ -58,6 +58,8 @@ NEEDS: list[Need] = [
     Need("/usr/include/lz4.h", "liblz4-dev", "bench: liblz4, the reference decoder", "file"),
     Need("/usr/include/openssl/sha.h", "libssl-dev", "build: TF-A fiptool and cert tools", "file"),
     Need("make", "make", "build: TF-A, payload, MCU, LZ4"),
+    Need("ccache", "ccache", "build: compiler cache of every C compile, local and remote "
+         "(CONFIG_CCACHE*; redis storage compiled in)"),
     Need("patch", "patch", "build: Debian and seedfw patches on TF-A"),
     # Emulators: the binaries here; the firmware files they load for our machines are found by
     # asking QEMU itself (seedfw.doctor), since they depend on the machine arguments.
@@ -113,7 +115,13 @@ NEEDS: list[Need] = [
     Need("/usr/include/uuid/uuid.h", "uuid-dev", "build: U-Boot's host tools (mkeficapsule)", "file"),
     # Disk images (seedfw.images.disk) and the sdcard runner
     Need("genimage", "genimage", "build: GPT disk image of SD card / virtio disk"),
-    Need("mke2fs", "e2fsprogs", "build: the placeholder ext4 rootfs in the disk image"),
+    Need("mke2fs", "e2fsprogs", "build: the ext4 boot and rootfs file systems of the disk image"),
+    Need("debugfs", "e2fsprogs", "build: inode times of the disk's ext4 file systems "
+         "(reproducible); test: files read back out of them"),
+    Need("fakeroot", "fakeroot", "build: Buildroot's rootfs.cpio unpacked with its owners and "
+         "device nodes for the ext4 rootfs, without root"),
+    Need("fdtoverlay", "device-tree-compiler", "build: rk3588's OPP overlay applied to the "
+         "kernel's rk3588-rock-5b.dtb; boot: the same on QEMU's DT for a direct OS boot"),
     Need("bmaptool", "bmap-tools", "build: .bmap of the disk image; flash: sdcard runner"),
     Need("fdtget", "device-tree-compiler", "test: reserved-memory node of U-Boot's DT"),
 ]

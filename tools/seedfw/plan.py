@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -156,7 +157,10 @@ def run_command(cmd: Iterable, *, cwd=None, env: dict | None = None, log=None,
     running the step, so an interrupted build ends it (and every compiler it started) with one
     signal. Raises `Interrupted` when the build is interrupted while (or before) it runs."""
     plan = getattr(_current, "plan", None)
-    result = util.run(cmd, cwd=cwd, env=env, log=log, check=False,
+    pass_fds: tuple = ()
+    if plan is not None and plan.jobserver is not None:
+        cmd, env, pass_fds = _join_jobserver(list(cmd), env, plan.jobserver)
+    result = util.run(cmd, cwd=cwd, env=env, log=log, check=False, pass_fds=pass_fds,
                       adopt=plan._adopt if plan else None, release=plan._release if plan else None)
     if plan is not None and plan.interrupted:
         raise Interrupted(result.args[0])
@@ -165,14 +169,55 @@ def run_command(cmd: Iterable, *, cwd=None, env: dict | None = None, log=None,
     return result
 
 
+def stop(futures, signal_all: Callable[[int], None]) -> None:
+    """SIGTERM through `signal_all`, then wait for `futures` (the workers running the commands);
+    SIGKILL to whatever is left after KILL_GRACE or at a further Ctrl-C. Shared by one plan's
+    interrupt and that of a group of plans (seedfw.multibuild)."""
+    signal_all(signal.SIGTERM)
+    futures = list(futures)
+    deadline = time.monotonic() + KILL_GRACE
+    while futures:
+        try:
+            _, left = wait(futures, timeout=max(0.0, deadline - time.monotonic()))
+        except KeyboardInterrupt:
+            left = futures
+            deadline = time.monotonic()
+        futures = list(left)
+        if futures and time.monotonic() >= deadline:
+            signal_all(signal.SIGKILL)
+            deadline = time.monotonic() + KILL_GRACE
+
+
+_MAKE_JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
+
+
+def _join_jobserver(cmd: list, env: dict | None, jobserver) -> tuple[list, dict | None, tuple]:
+    """A make becomes a client of the shared jobserver (see seedfw.jobserver): its own `-jN`
+    goes (make would leave the pool for it), MAKEFLAGS names the pool's pipe, the pipe is
+    inherited. `-j1` stays: a serial make needs no slot beyond its step's. Other commands run
+    as they are, within their step's slot."""
+    if os.path.basename(str(cmd[0])) != "make" or "-j1" in map(str, cmd):
+        return cmd, env, ()
+    cmd = [c for c in cmd if not _MAKE_JOBS.match(str(c))]
+    return cmd, {**(env or {}), **jobserver.make_environment()}, jobserver.fds
+
+
 # ---- the plan ------------------------------------------------------------------------------------
 
 class Plan:
-    """A set of steps for one output directory, run in dependency order with `jobs` in parallel."""
+    """A set of steps for one output directory, run in dependency order with `jobs` in parallel.
 
-    def __init__(self, outdir: Path, jobs: int | None = None, console=None):
+    `jobserver` (seedfw.jobserver.JobServer): the job limit shared with other plans running at
+    the same time (`invoke build --board all`): every step that runs holds one of its slots and
+    the makes it starts draw their extra jobs from it; its interrupt also stops this plan.
+    """
+
+    def __init__(self, outdir: Path, jobs: int | None = None, console=None, jobserver=None):
         self.outdir = Path(outdir)
         self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.jobserver = jobserver
+        if jobserver is not None:
+            jobserver.register(self)
         self.steps: dict[str, Step] = {}
         self.console = console
         self.stamp_dir = self.outdir / "stamps"
@@ -267,24 +312,14 @@ class Plan:
 
     @property
     def interrupted(self) -> bool:
-        return self._cancel.is_set()
+        """Ctrl-C seen by this plan, or the group of plans sharing its jobserver is stopping."""
+        return self._cancel.is_set() or (self.jobserver is not None and self.jobserver.cancelled)
 
     def _interrupt(self, futures) -> None:
         """Stop everything running: no new commands, SIGTERM to every command's process group,
         SIGKILL to those still there after KILL_GRACE (or at a second Ctrl-C), then join."""
         self._cancel.set()
-        self._signal_children(signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE
-        while futures:
-            try:
-                _, left = wait(futures, timeout=max(0.0, deadline - time.monotonic()))
-            except KeyboardInterrupt:
-                left = futures
-                deadline = time.monotonic()
-            futures = list(left)
-            if futures and time.monotonic() >= deadline:
-                self._signal_children(signal.SIGKILL)
-                deadline = time.monotonic() + KILL_GRACE
+        stop(futures, self._signal_children)
 
     def _signal_children(self, sig: int) -> None:
         with self._lock:
@@ -295,14 +330,14 @@ class Plan:
     def _adopt(self, proc: subprocess.Popen) -> None:
         with self._lock:
             self._children.add(proc)
-            cancelled = self._cancel.is_set()
+            cancelled = self.interrupted
         if cancelled:                   # started while the interrupt was being handled
             util.signal_group(proc, signal.SIGTERM)
 
     def _release(self, proc: subprocess.Popen) -> None:
         with self._lock:
             self._children.discard(proc)
-        if self._cancel.is_set():       # a straggler of the group (a compiler make left behind)
+        if self.interrupted:            # a straggler of the group (a compiler make left behind)
             util.signal_group(proc, signal.SIGKILL)
 
     def _write_records(self) -> None:
@@ -316,8 +351,20 @@ class Plan:
         if self._recorded(stamp_file) == stamp and all(Path(o).exists() for o in step.outputs):
             self._record(step, "skipped", stamp, started)
             return stamp
-        if self._cancel.is_set():
+        if self.interrupted:
             raise Interrupted(step.name)
+        if self.jobserver is None:
+            return self._run_held(step, stamp, stamp_file, dep_stamps, started)
+        token = self.jobserver.acquire(lambda: self.interrupted)     # one slot per running step
+        if token is None:
+            raise Interrupted(step.name)
+        try:        # the wait for a slot is not the step's time
+            return self._run_held(step, stamp, stamp_file, dep_stamps, time.monotonic())
+        finally:
+            self.jobserver.release(token)
+
+    def _run_held(self, step: Step, stamp: str, stamp_file: Path, dep_stamps: dict,
+                  started: float) -> str:
         stamp_file.unlink(missing_ok=True)          # a failed re-run must not look up to date
         try:
             self._open_log(step)
@@ -335,7 +382,7 @@ class Plan:
             except OSError as exc:      # e.g. a full disk while writing an output: name the file
                 raise util.os_error(exc, step.log) from None
         except (SeedfwError, Interrupted) as exc:
-            if self._cancel.is_set():   # a command ended by the interrupt fails: not the step's fault
+            if self.interrupted:        # a command ended by the interrupt fails: not the step's fault
                 self._record(step, "interrupted", stamp, started)
                 raise Interrupted(step.name) from None
             self._record(step, "failed", stamp, started)
@@ -360,7 +407,7 @@ class Plan:
                 moves.append((Path(tmp), final))
                 shutil.copyfile(built, tmp)
                 os.chmod(tmp, 0o644)
-            if self._cancel.is_set():
+            if self.interrupted:
                 raise Interrupted(step.name)
             while moves:
                 tmp, final = moves[0]

@@ -107,12 +107,13 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = None,
-        check: bool = True, adopt=None, release=None) -> subprocess.CompletedProcess:
+        check: bool = True, adopt=None, release=None, pass_fds=()) -> subprocess.CompletedProcess:
     """Run a command; append its command line and output to `log` as it comes.
 
     The command runs in a process group of its own, so that stopping it (Ctrl-C, a build being
     interrupted) also stops every process it started — make's compilers, for instance. `adopt` and
     `release` are told about the process (seedfw.plan uses them to end all groups on SIGINT).
+    `pass_fds`: descriptors the command inherits (a shared make jobserver's pipe, seedfw.jobserver).
     On failure raises SeedfwError naming the command and the log, with `.tail` = last 30 lines.
     """
     cmd = [str(c) for c in cmd]
@@ -130,7 +131,7 @@ def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = No
         try:
             proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, pass_fds=tuple(pass_fds))
         except FileNotFoundError:
             raise SeedfwError(f"command not found: {cmd[0]} (run 'invoke setup')") from None
         if adopt:

@@ -8,7 +8,8 @@ Two ways, the first whenever the build made what it needs:
     The command line is `invoke run`'s (seedfw.qemu.command).
   * direct (a build without U-Boot or the OS FIT): QEMU loads kernel, initramfs and DT itself
     (-kernel/-initrd/-dtb) and puts the boot package where the bootloader would. The DT is QEMU's
-    own (`-machine …,dumpdtb=`) plus the same reserved-memory node.
+    own (`-machine …,dumpdtb=`) plus the same reserved-memory node and, with `fdtoverlay`, the
+    OPP overlay U-Boot would apply (images/dvfs/opp.dtbo, when the build made one).
 Either way the kernel never uses the package's pages and — not being System RAM to it — /dev/mem
 may read them under STRICT_DEVMEM, which is how the agent reads what the bootloader left there.
 
@@ -34,7 +35,10 @@ KERNEL_ARGS = "console=ttyAMA0 panic=-1"
 # Lines that explain a failed boot, most specific first.
 FAILURE_LINES = (re.compile(r"Bad hash value.*"), re.compile(r"seedfw: OS FIT rejected.*"),
                  re.compile(r"seedfw: firmware FIT rejected.*"),
-                 re.compile(r'"Synchronous Abort" handler.*'), re.compile(r"agent: FAILED.*"), re.compile(r"agent: \S+ \S+ sha256 BAD"),
+                 re.compile(r"seedfw: OPP overlay did not apply.*"),
+                 re.compile(r'"Synchronous Abort" handler.*'),
+                 re.compile(r"agent: dt opp: .*mismatch.*"), re.compile(r"agent: FAILED.*"),
+                 re.compile(r"agent: \S+ \S+ sha256 BAD"),
                  re.compile(r"Initramfs unpacking failed: .*"),
                  re.compile(r"Kernel panic - not syncing: .*"))
 
@@ -68,8 +72,8 @@ def machine(board) -> list[str]:
     return cmd + (["-nographic"] if "-nographic" not in cmd else [])
 
 
-def make_dtb(board, work: Path, log: Path) -> Path:
-    """QEMU's DT for this machine plus the reserved boot-package region."""
+def make_dtb(board, work: Path, log: Path, overlay: Path | None = None) -> Path:
+    """QEMU's DT for this machine plus the reserved boot-package region (and `overlay`)."""
     cmd = machine(board)
     raw, dts, dtb = work / "qemu.dtb", work / "seedfw.dts", work / "seedfw.dtb"
     i = cmd.index("-machine")
@@ -83,6 +87,10 @@ def make_dtb(board, work: Path, log: Path) -> Path:
              "\t};\n};\n")
     dts.write_text(text)
     util.run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", dtb, dts], log=log)
+    if overlay is not None and overlay.is_file():
+        applied = work / "seedfw-opp.dtb"
+        util.run(["fdtoverlay", "-i", dtb, "-o", applied, overlay], log=log)
+        return applied
     return dtb
 
 
@@ -125,7 +133,8 @@ def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | N
         # -no-reboot: a reset (a crash in U-Boot, a kernel panic) ends the run instead of looping.
         cmd = qemu.command(board, outdir, ["-no-reboot"])
     else:
-        cmd = command(board, images, make_dtb(board, work, log), rootfs)
+        cmd = command(board, images, make_dtb(board, work, log, images / "dvfs" / "opp.dtbo"),
+                      rootfs)
     echo = echo or (lambda s: print(s, flush=True))
     lines: list[str] = []
     started = time.monotonic()

@@ -51,14 +51,14 @@ def fragment(cfg, known: set[str] | None = None) -> list[str]:
              'BR2_TARGET_GENERIC_HOSTNAME="seedfw"',
              f'BR2_TARGET_GENERIC_ISSUE="seedfw {cfg.board.name}"',
              f'BR2_TARGET_GENERIC_GETTY_PORT="{v.get("BUILDROOT_CONSOLE") or "ttyAMA0"}"',
-             # Not BR2_REPRODUCIBLE: it builds rootfs.cpio with host-cpio 2.15, whose tarball
-             # has no byte-identical copy here (Debian's is +dfsg, and absent from the archive).
+             # Same inputs, same rootfs bytes in any output dir: file times from
+             # SOURCE_DATE_EPOCH, cpio --reproducible (host-cpio: an override, see mirror.py).
+             "BR2_REPRODUCIBLE=y",
              "# BR2_TARGET_ROOTFS_TAR is not set"]
     if v.get("BUILDROOT_ROOTFS_CPIO"):
         lines.append("BR2_TARGET_ROOTFS_CPIO=y")
-    if v.get("BUILDROOT_ROOTFS_EXT4"):
-        lines += ["BR2_TARGET_ROOTFS_EXT2=y", "BR2_TARGET_ROOTFS_EXT2_4=y",
-                  f'BR2_TARGET_ROOTFS_EXT2_SIZE="{v.get("BUILDROOT_ROOTFS_EXT4_SIZE") or "64M"}"']
+    # BUILDROOT_ROOTFS_EXT4 maps to nothing here: seedfw.images.disk makes the ext4 from
+    # rootfs.cpio with the host's mke2fs (Buildroot's ext4 needs host-e2fsprogs, not offline).
     if v.get("BUILDROOT_AGENT"):
         lines.append("BR2_PACKAGE_SEEDFW_AGENT=y")
     checked = [(f"BR2_{v.get('BUILDROOT_TARGET_CPU') or 'cortex_a53'}", "BUILDROOT_TARGET_CPU")]
@@ -181,7 +181,10 @@ def agent_args(cfg) -> str:
         next((r for r in cfg.board.memory if r.name == "dvfs"), None)
     if region is None:
         return ""
-    return f"--mem 0x{region.base:x}:0x{region.size:x}"
+    # Both boards' OS images carry the OPP overlay (qemu-aarch64: U-Boot applies it from the OS
+    # FIT, seedfw.buildroot.osimage; rk3588: applied to the board DT at build time,
+    # seedfw.buildroot.rk3588_os): the agent checks the live DT against the DVFS table.
+    return f"--mem 0x{region.base:x}:0x{region.size:x} --dt-opp /proc/device-tree"
 
 
 def files(cfg, toolchain_path: Path, ext: Path) -> dict[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,41 @@ def environment(tar_bin: Path | None = None) -> dict[str, str]:
     env["LC_ALL"] = "C"
     # BR2_REPRODUCIBLE takes its clock from here (else from Buildroot's own git/version date).
     env["SOURCE_DATE_EPOCH"] = str(util.source_date_epoch())
+    return env
+
+
+def ccache_environment(ctx, out: Path) -> dict[str, str]:
+    """The host's ccache for Buildroot's compiles (added to environment()'s variables).
+
+    Not BR2_CCACHE: Buildroot would build its own host-ccache 4.10.2 with hiredis, zstd, xxhash
+    and blake3 from tarballs not obtainable offline here, and keep its compiles apart from TF-A's
+    and U-Boot's. Instead the same ccache, CCACHE_DIR, remote and settings as every other C
+    build (seedfw.ccache), reaching Buildroot's compiles two ways:
+      target  the relocated toolchain's gcc/g++ wrappers exec $SEEDFW_CCACHE (toolchain.py);
+              Buildroot's own toolchain wrapper calls them by absolute path, so PATH cannot;
+      host    HOSTCC/HOSTCXX = ccache's masquerade links (Buildroot takes them from the
+              environment: `ifndef HOSTCC` in its Makefile), HOSTCC_NOCCACHE/HOSTCXX_NOCCACHE
+              the real compilers for what Buildroot keeps uncached (kconfig, its checks).
+    Buildroot unexports none of these (its Makefile's unexport list: CC, CFLAGS, ARCH...).
+    base_dir = Buildroot's output dir: its sysroot, -I and source paths are hashed relative, so
+    two output dirs share entries (the toolchain, in the seedfw cache, is the same path for
+    both); -ffile-prefix-map=<out>=buildroot (BR2_REPRODUCIBLE) is not hashed by ccache.
+    Compiles log into a stats log of their own, counted apart in images/ccache.json."""
+    from .. import ccache
+
+    env = ccache.environment(ctx, out, part="buildroot")
+    if "CCACHE_DISABLE" in env:
+        return env                      # CONFIG_CCACHE=n: the wrappers see no SEEDFW_CCACHE
+    env.pop("PATH")                     # the masquerade dir: HOSTCC names it, PATH need not
+    masq = ccache.masquerade_dir(())
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and Path(p) != masq)
+    for var, name in (("HOSTCC", "gcc"), ("HOSTCXX", "g++")):
+        real = shutil.which(name, path=path)
+        if real is None:
+            raise SeedfwError(f"command not found: {name} (run 'invoke setup')")
+        env[var], env[f"{var}_NOCCACHE"] = str(masq / name), real
+    env["SEEDFW_CCACHE"] = shutil.which("ccache")
     return env
 
 

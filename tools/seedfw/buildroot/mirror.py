@@ -83,6 +83,8 @@ class Override:
     patches: tuple[str, ...] = ()  # Buildroot's own patches (package/<pkg>/…) applied by hand
     extra: tuple[str, ...] = ()    # more override-file lines
     expect: str = "configure.ac"   # a file an intact tree has at its top
+    # (file, old text, new text): seedfw's own edits, each with its why next to the Override.
+    edits: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def variable(self) -> str:
@@ -122,6 +124,21 @@ OVERRIDES = (
              S("libtool_2.4.7.orig.tar.xz", 1_026_028,
                "dd637e270439b208907ceead3f163470ed2ce5723ef97ffbda6463c64b57128a"),
              MIRROR + (DebianPoolSite("libtool", "2.4.7-7~deb12u1", "bookworm"),)),
+    # host-cpio writes rootfs.cpio under BR2_REPRODUCIBLE (for --reproducible). Buildroot pins
+    # cpio-2.15.tar.bz2; Debian's only 2.15 is cpio_2.15+dfsg.orig.tar.bz2 (trixie/forky/sid,
+    # sha256 9d699d5abad6…), which is not that file and answers 404 in the archive here
+    # (checked 2026-12-01). bookworm's 2.13+dfsg orig is present and has --reproducible (since
+    # 2.12). Two things make it build: Debian's dfsg removed the GFDL manual (doc/cpio.texi), so
+    # doc/ leaves the top-level SUBDIRS (Makefile.in only: Makefile.am stays older, so automake
+    # is not re-run); and 2.13 predates gcc 10's -fno-common default (src/global.c and
+    # gnu/progname.c both define program_name), hence -fcommon.
+    Override("cpio", "2.15", "2.13", "Debian bookworm orig",
+             S("cpio_2.13+dfsg.orig.tar.bz2", 1_333_677,
+               "fd1e6fb3c683bf82ae0db237af87376c6a376d1f6bf6564c9b335785e76106a9"),
+             MIRROR + (DebianPoolSite("cpio", "2.13+dfsg-7.1", "bookworm"),),
+             extra=('HOST_CPIO_CONF_ENV = CFLAGS="$(HOST_CFLAGS) -fcommon"',),
+             edits=(("Makefile.in", "SUBDIRS = doc gnu lib rmt src po tests",
+                     "SUBDIRS = gnu lib rmt src po tests"),)),
 )
 MARK = ".seedfw-override.json"
 
@@ -185,11 +202,20 @@ def prepare_overrides(tree: Path, log: Path | None, progress=print) -> list[Over
                     patch = tree / "package" / ov.package / name
                     plan.run_command(["patch", "-p1", "--forward", "--batch", "-i", patch],
                                      cwd=tmp, log=log)
+                for rel, before, after in ov.edits:
+                    edit = tmp / rel
+                    text = edit.read_text() if edit.is_file() else ""
+                    if text.count(before) != 1:
+                        raise SeedfwError(f"{ov.file.name}: {rel} does not hold '{before}' "
+                                          "exactly once; the edit seedfw makes does not apply",
+                                          archive)
+                    edit.write_text(text.replace(before, after))
                 if not (tmp / ov.expect).is_file():
                     raise SeedfwError(f"{ov.file.name} has no {ov.expect} at its top: not a "
                                       f"{ov.package} source tree", archive)
                 (tmp / MARK).write_text(json.dumps(
                     {"file": ov.file.name, "sha256": ov.file.sha256, "patches": list(ov.patches),
+                     "edits": [list(e) for e in ov.edits],
                      "tree": plan.tree_hash(tmp)}, indent=1) + "\n")
     return list(OVERRIDES)
 
@@ -234,4 +260,5 @@ def pins() -> dict:
     """Stamp input: every pinned file of the mirror and the overrides."""
     return {"origs": {o.br_name: o.file.sha256 for o in ORIGS},
             "overrides": {o.package: [o.file.sha256, list(o.patches), list(o.extra)]
+                          + ([[list(e) for e in o.edits]] if o.edits else [])
                           for o in OVERRIDES}}

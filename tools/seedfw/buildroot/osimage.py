@@ -10,8 +10,16 @@ needs no filesystem in the image and no filesystem driver in U-Boot.
 The boot script (image "boot", run by `source <addr>:boot`) works on a copy of U-Boot's own DT —
 QEMU's, with the PSCI node TF-A added, i.e. the only DT that knows what TF-A provides — adds a
 `no-map` reserved-memory node over the boot package U-Boot has just copied out of the firmware
-FIT (so the kernel leaves it alone and the agent may read it through /dev/mem), extracts the
-kernel and initramfs (extracting verifies their hashes again) and runs `booti`.
+FIT (so the kernel leaves it alone and the agent may read it through /dev/mem), applies the
+OPP overlay (`fdt apply`), extracts the kernel and initramfs (extracting verifies their hashes
+again) and runs `booti`.
+
+The OPP overlay (images/dvfs/opp.dtbo, image "opp" of type flat_dt): the OPP tables of the
+build's DVFS fragment (images/dvfs/opp.dtb, seedfw.dvfs.to_dts) as a DT overlay with one
+fragment, `target-path = "/"` — the tables are self-contained (no phandle references in or
+out), so the overlay needs no __fixups__/__symbols__ and applies to any base DT. It comes from
+the same board file as the DVFS table in the boot package but reaches Linux by another route,
+which is why the agent (`--dt-opp /proc/device-tree`) compares the two.
 
 Kconfig symbols read: BUILDROOT, KERNEL, UBOOT, BUILDROOT_ROOTFS_CPIO. Board: memory
 "boot-package". Output: images/<board>-os.itb (qemu-aarch64; rk3588's OS image is not done).
@@ -26,7 +34,7 @@ from .. import util
 from ..errors import SeedfwError
 from ..packages import BootArtifact
 
-VERSION = "1"
+VERSION = "2"           # 2: the OPP overlay (image "opp", applied by the boot script)
 # Where U-Boot reads the OS FIT and unpacks it (qemu_arm64: RAM from 0x40000000; the firmware
 # FIT's payload sits at 0x60000000 and the boot package at 0x60400000).
 FIT_ADDR = 0x48000000
@@ -35,6 +43,8 @@ RAMDISK_ADDR = 0x4C000000
 # qemu_arm64's environment has no fdt_addr_r; the DT copy goes below the FIT (read up to 64 MiB).
 FDT_ADDR = 0x47000000
 FDT_COPY_SIZE = 0x100000
+OVERLAY_ADDR = 0x46F00000            # the overlay, just below the DT copy
+OVERLAY = "opp.dtbo"                 # in images/dvfs/, beside opp.dtb
 KERNEL_ARGS = "console=ttyAMA0 panic=-1"
 
 
@@ -42,6 +52,25 @@ def wanted(ctx) -> bool:
     v = ctx.values
     return bool(v.get("BUILDROOT") and v.get("KERNEL") and v.get("UBOOT") and
                 v.get("BUILDROOT_ROOTFS_CPIO") and ctx.board.soc != "rk3588")
+
+
+def overlay_dts(opp_dts: str) -> str:
+    """The OPP fragment (dtc's decompiled opp.dtb: `/dts-v1/;` then one root node) as an
+    overlay on "/": dtc turns `&{/}` in a /plugin/ source into fragment@0 / target-path."""
+    head = "/dts-v1/;\n\n/ {"
+    if not opp_dts.startswith(head):
+        raise SeedfwError("not a plain DT with one root node (dtc -O dts output expected)",
+                          "images/dvfs/opp.dtb")
+    return "/dts-v1/;\n/plugin/;\n\n&{/} {" + opp_dts[len(head):]
+
+
+def make_overlay(opp_dtb: Path, out: Path, log) -> Path:
+    """images/dvfs/opp.dtb → the overlay `out` (dtc -@; tests apply it with fdtoverlay)."""
+    text = util.run(["dtc", "-q", "-I", "dtb", "-O", "dts", opp_dtb], log=None).stdout.decode()
+    src = out.with_suffix(".dts")
+    src.write_text(overlay_dts(text))
+    util.run(["dtc", "-q", "-@", "-I", "dts", "-O", "dtb", "-o", out, src], log=log)
+    return out
 
 
 def name(ctx) -> str:
@@ -79,6 +108,10 @@ def script(ctx, ramdisk_size: int) -> str:
         f"fdt mknode /reserved-memory seedfw-boot-package@{r.base:x}",
         f"fdt set {node} reg <0x0 0x{r.base:x} 0x0 0x{r.size:x}>",
         f"fdt set {node} no-map",
+        f"imxtract 0x{FIT_ADDR:x} opp 0x{OVERLAY_ADDR:x}",
+        # A failed apply leaves the DT unusable (U-Boot's own warning): stop, do not boot it.
+        f"if fdt apply 0x{OVERLAY_ADDR:x}; then echo seedfw: OPP overlay applied to the DT; "
+        "else echo seedfw: OPP overlay did not apply, not booting Linux; poweroff; fi",
         f"imxtract 0x{FIT_ADDR:x} kernel 0x{KERNEL_ADDR:x}",
         f"imxtract 0x{FIT_ADDR:x} ramdisk 0x{RAMDISK_ADDR:x}",
         f"setenv bootargs {KERNEL_ARGS}",
@@ -100,6 +133,7 @@ def its(board: str, kernel_release: str) -> str:
                     linux + f"\t\t\tload = <0x{KERNEL_ADDR:x}>;\n\t\t\tentry = <0x{KERNEL_ADDR:x}>;\n")
             + image("ramdisk", "Buildroot initramfs", "rootfs.cpio", "ramdisk", linux)
             + image("boot", "seedfw boot script", "boot.cmd", "script")
+            + image("opp", "seedfw OPP overlay (from the DVFS table)", OVERLAY, "flat_dt")
             + "\t};\n\n\tconfigurations {\n\t\tdefault = \"conf-1\";\n\t\tconf-1 {\n"
             f"\t\t\tdescription = \"seedfw {board} OS\";\n\t\t\tkernel = \"kernel\";\n"
             "\t\t\tramdisk = \"ramdisk\";\n\t\t};\n\t};\n};\n")
@@ -116,7 +150,8 @@ def add_steps(plan, ctx) -> list[Path]:
     if not wanted(ctx):
         return []
     out = ctx.images / name(ctx)
-    inputs_from = ("Image", "rootfs.cpio")
+    inputs_from = ("Image", "rootfs.cpio", "dvfs/opp.dtb")
+    overlay = ctx.images / "dvfs" / OVERLAY
 
     def inputs():
         return {"images": {n: util.sha256_file(ctx.images / n) if (ctx.images / n).is_file()
@@ -132,7 +167,8 @@ def add_steps(plan, ctx) -> list[Path]:
             shutil.rmtree(work)
         work.mkdir(parents=True)
         for n in inputs_from:
-            util.copy_file(ctx.images / n, work / n)
+            util.copy_file(ctx.images / n, work / Path(n).name)
+        make_overlay(work / "opp.dtb", work / OVERLAY, step.log)
         release = (ctx.values.get("KERNEL_PACKAGE") or "").removeprefix("linux-image-")
         size = (work / "rootfs.cpio").stat().st_size
         # In a FIT a script image's data is the script text itself (`source addr:boot`).
@@ -141,10 +177,11 @@ def add_steps(plan, ctx) -> list[Path]:
         plan_mod.run_command(["mkimage", "-f", "os.its", name(ctx)], cwd=work, log=step.log,
                              env={"SOURCE_DATE_EPOCH": str(util.source_date_epoch())})
         ctx.progress(f"  os: {name(ctx)} {(work / name(ctx)).stat().st_size:,} bytes "
-                     f"(kernel, initramfs {size:,} bytes, boot script)")
-        step.install({out: work / name(ctx)})
+                     f"(kernel, initramfs {size:,} bytes, boot script, OPP overlay)")
+        step.install({out: work / name(ctx), overlay: work / OVERLAY})
 
-    deps = tuple(s for s in ("buildroot.build", "kernel.extract") if s in plan.steps)
+    deps = tuple(s for s in ("buildroot.build", "kernel.extract", "image.pack")
+                 if s in plan.steps)
     plan.add(plan_mod.Step("os.fit", run, deps=deps, inputs=inputs, version=VERSION,
-                           package="os", outputs=(out,)))
+                           package="os", outputs=(out, overlay)))
     return [out]

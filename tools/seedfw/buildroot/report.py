@@ -57,3 +57,37 @@ def markdown(report: dict) -> list[str]:
         lines.append(f"- {o['package']} {o['used']} instead of {o['buildroot_pins']}: "
                      f"{o['file']} ({o['origin']}){built}")
     return lines + [""]
+
+
+def html(report: dict) -> list[str]:
+    """The same section for report.html (seedfw.report.html calls this, like the markdown one)."""
+    from ..report.html import _table
+    from ..report.markdown import num
+    from html import escape as e
+    os_ = report.get("os")
+    if not os_:
+        return []
+    h = ["<h2>OS</h2>", f"<p>Buildroot {e(str(os_['buildroot']))} ({e(os_['source'])}); all "
+         "sizes computed from the built files.</p>"]
+    rows = [[e(name), num(x["size"]), str(x.get("entries", ""))]
+            for name, x in os_["rootfs"].items()]
+    if os_.get("kernel"):
+        k = os_["kernel"]
+        rows.append([f"Image ({e(str(k['package']))})", num(k["image_size"]), ""])
+    if os_.get("os_fit"):
+        rows.append([e(os_["os_fit"]["name"]), num(os_["os_fit"]["size"]), ""])
+    h.append(_table(["image", "size (bytes)", "entries"], rows, {1, 2}))
+    sizes = os_["package_sizes"]
+    total = sum(sizes.values()) or 1
+    h.append("<h3>Bytes each package installed in the target</h3><p>computed from Buildroot's "
+             "build/packages-file-list.txt (the input of its graph-size)</p>")
+    h.append(_table(["package", "installed bytes", "share"],
+                    [[e(pkg), num(size), f"{100 * size / total:.1f} %"] for pkg, size in
+                     sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))], {1, 2}))
+    h.append("<h3>Source overrides (BR2_PACKAGE_OVERRIDE_FILE)</h3>")
+    h.append(_table(["package", "built", "instead of", "from", "origin"],
+                    [[e(o["package"]), e(o["used"]), e(o["buildroot_pins"]),
+                      f"<code>{e(o['file'])}</code>", e(o["origin"]) +
+                      ("" if o.get("built", True) else " (not built in this configuration)")]
+                     for o in os_["overrides"]]))
+    return h

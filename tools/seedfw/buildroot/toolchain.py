@@ -13,6 +13,17 @@ and replace gcc/g++/cpp with wrappers that run the -12 binaries and, for a lone 
 The copy is keyed by the Debian versions of the packages it copies, so a toolchain upgrade on
 the machine gives a new copy (and a new Buildroot stamp) instead of a stale one; every output dir
 shares it.
+
+ccache: gcc/g++ exec `$SEEDFW_CCACHE <real compiler>` when that variable is set at run time —
+seedfw's Buildroot step sets it, with the CCACHE_* variables of the build (seedfw.buildroot.make
+ccache_environment). So the copy is the same with ccache on or off, and the wrappers are
+rewritten in place when their text changes (WRAPPER_VERSION, their hash): they are seedfw's, not
+Debian's files, and what they produce does not change, so no Buildroot output dir needs a
+rebuild.
+Why not Buildroot's own BR2_CCACHE: it builds host-ccache 4.10.2 (+ hiredis, zstd, xxhash,
+blake3) from tarballs not obtainable offline here, and would keep a cache of its own; through
+the host's ccache Buildroot shares CCACHE_DIR, the team remote and the stats log with TF-A and
+U-Boot.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ PACKAGES = (f"gcc-{GCC_MAJOR}-{TUPLE}", f"cpp-{GCC_MAJOR}-{TUPLE}", f"g++-{GCC_M
             "linux-libc-dev-arm64-cross", f"libstdc++-{GCC_MAJOR}-dev-arm64-cross",
             f"libgcc-{GCC_MAJOR}-dev-arm64-cross")
 WRAPPED = ("gcc", "g++", "cpp")
+CACHED = ("gcc", "g++")          # cpp only preprocesses: nothing for ccache to keep
 MARK = ".seedfw-toolchain.json"
 
 _WRAPPER = """#!/bin/sh
@@ -45,8 +57,23 @@ if [ "$#" -eq 1 ] && [ "$1" = "-v" ]; then
     "$real" -v 2>&1 | sed 's# --with-sysroot=/ # #'
     exit 0
 fi
-exec "$real" "$@"
+{ccache}exec "$real" "$@"
 """
+# Set by seedfw's Buildroot step only (the host's ccache); absent, the compiler runs directly.
+_CCACHE = """# Set by seedfw's Buildroot step (the host's ccache), with the CCACHE_* settings.
+if [ -n "$SEEDFW_CCACHE" ]; then
+    exec "$SEEDFW_CCACHE" "$real" "$@"
+fi
+"""
+
+
+def wrapper_text(tool: str) -> str:
+    return _WRAPPER.format(tool=tool, major=GCC_MAJOR, tuple=TUPLE,
+                           ccache=_CCACHE if tool in CACHED else "")
+
+
+# The wrappers' identity, recorded in MARK: a copy with other wrappers gets these written.
+WRAPPER_VERSION = util.sha256_bytes("".join(map(wrapper_text, WRAPPED)).encode())[:12]
 
 # What Buildroot must be told about this toolchain (its checks compare each with the compiler).
 def defconfig_lines(path: Path) -> list[str]:
@@ -90,20 +117,39 @@ def toolchain_dir(vers: dict[str, str] | None = None) -> Path:
 
 
 def prepare(progress=print) -> Path:
-    """The relocated toolchain for the installed packages, made now when absent."""
+    """The relocated toolchain for the installed packages, made now when absent (a copy with
+    other wrappers only gets the current ones written)."""
     vers = versions()
     final = toolchain_dir(vers)
-    if (final / MARK).is_file():
+    if _current(final):
         return final
     with util.file_lock(cache_root() / f".{final.name}.lock", f"the toolchain copy {final}",
                         say=progress):
-        if (final / MARK).is_file():
+        if _current(final):
             return final
-        progress(f"relocating Debian's {TUPLE}-gcc-{GCC_MAJOR} into {final}")
-        with util.atomic_dir(final) as tmp:
-            _copy(tmp)
-            (tmp / MARK).write_text(json.dumps({"packages": vers}, indent=1, sort_keys=True) + "\n")
+        if (final / MARK).is_file():          # an older seedfw's wrappers: rewrite them only
+            progress(f"updating the compiler wrappers in {final}")
+            _write_wrappers(final / "bin")
+        else:
+            progress(f"relocating Debian's {TUPLE}-gcc-{GCC_MAJOR} into {final}")
+            with util.atomic_dir(final) as tmp:
+                _copy(tmp)
+                _write_mark(tmp, vers)
+            return final
+        _write_mark(final, vers)
     return final
+
+
+def _current(x: Path) -> bool:
+    try:
+        return json.loads((x / MARK).read_text()).get("wrapper") == WRAPPER_VERSION
+    except (FileNotFoundError, ValueError):
+        return False
+
+
+def _write_mark(x: Path, vers: dict) -> None:
+    util.write_text(x / MARK, json.dumps({"packages": vers, "wrapper": WRAPPER_VERSION},
+                                         indent=1, sort_keys=True) + "\n")
 
 
 def _copy(x: Path) -> None:
@@ -118,12 +164,20 @@ def _copy(x: Path) -> None:
     # Buildroot looks for the C library headers under <sysroot>/usr/include.
     _copytree(Path(f"/usr/{TUPLE}/include"), x / TUPLE / "usr" / "include")
     for tool in WRAPPED:
-        wrapper = bindir / f"{TUPLE}-{tool}"
-        wrapper.unlink(missing_ok=True)
+        (bindir / f"{TUPLE}-{tool}").unlink(missing_ok=True)       # Debian's symlink
         if not (bindir / f"{TUPLE}-{tool}-{GCC_MAJOR}").is_file():
             raise SeedfwError(f"/usr/bin/{TUPLE}-{tool}-{GCC_MAJOR} is missing (run 'invoke setup')")
-        wrapper.write_text(_WRAPPER.format(tool=tool, major=GCC_MAJOR, tuple=TUPLE))
-        wrapper.chmod(0o755)
+    _write_wrappers(bindir)
+
+
+def _write_wrappers(bindir: Path) -> None:
+    """Each wrapper replaced atomically: a Buildroot build running beside never sees it absent."""
+    for tool in WRAPPED:
+        wrapper = bindir / f"{TUPLE}-{tool}"
+        tmp = bindir / f".{wrapper.name}.tmp"
+        tmp.write_text(wrapper_text(tool))
+        tmp.chmod(0o755)
+        tmp.replace(wrapper)
 
 
 def _copytree(src: Path, dst: Path) -> None:

@@ -17,13 +17,20 @@ __all__ = ["build", "run", "clean", "distclean"]
 # --allow-missing-blobs is this fragment (CONFIG_UBOOT_ALLOW_MISSING_BLOBS=y), so the choice is in
 # the configuration hash, the .config and every stamp like any other setting.
 ALLOW_MISSING_BLOBS = ROOT / "configs" / "allow-missing-blobs.fragment"
-_BOARD_HELP = "board name, or 'all' for every board (see 'invoke boards')"
-_OUTPUT_HELP = "output directory (default output/<board>/; with --board all: DIR/<board>)"
+_BOARD_HELP = ("board name, 'all' for every board, or a comma-separated list (see 'invoke boards'); "
+               "several boards build at the same time")
+_OUTPUT_HELP = "output directory (default output/<board>/; with several boards: DIR/<board>)"
 
 
 def _outputs(board: str, output: str | None) -> list[tuple[str, Path | None]]:
-    names = [b.name for b in boards.resolve(board)]
-    if board == "all":
+    if "," in board:
+        names = [boards.get(n.strip()).name for n in board.split(",") if n.strip()]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise SeedfwError(f"board {twice[0]} is named twice", field="--board")
+    else:
+        names = [b.name for b in boards.resolve(board)]
+    if board == "all" or "," in board:
         return [(n, Path(output) / n if output else None) for n in names]
     return [(names[0], Path(output) if output else None)]
 
@@ -31,7 +38,8 @@ def _outputs(board: str, output: str | None) -> list[tuple[str, Path | None]]:
 @command(iterable=["fragment"], help={
     "board": _BOARD_HELP, "output": _OUTPUT_HELP,
     "fragment": "configuration fragment merged after the defconfig (repeatable, in order)",
-    "jobs": "steps run in parallel (default: number of cores)",
+    "jobs": "one board: steps run in parallel (default: number of cores); several boards: jobs "
+            "in total, steps and their makes' compilers together (one shared make jobserver)",
     "strict": "treat configuration values that do not stick as errors",
     "allow_missing_blobs": "a missing vendor blob (rkbin DDR init) gives NON-FUNCTIONAL placeholder "
                            "images instead of an error (CI of forks; invoke flash refuses them)",
@@ -44,21 +52,38 @@ def build(c, board=None, output=None, fragment=None, jobs=0, strict=False, allow
 
     console = Console(highlight=False, soft_wrap=True)
     targets = _outputs(default_board(board), output)
+    frags = list(fragment or ()) + ([str(ALLOW_MISSING_BLOBS)] if allow_missing_blobs else [])
+    if len(targets) > 1:
+        return _build_boards(targets, frags, int(jobs) or None, strict, console)
+    name, out = targets[0]
+    result = build_mod.build(name, out, frags, jobs=int(jobs) or None, strict=strict, console=console)
+    line = _models_line(result)
+    if line:
+        console.print(line)
+
+
+def _build_boards(targets, frags, jobs, strict, console) -> None:
+    """Every board at once under one job limit (seedfw.multibuild); then one summary line per
+    board. Exit status: 0 when every board built; 1 with the one line
+    `error: N of M boards failed: <board> (step <step>), …` on stderr when any failed (the
+    others still ran to their end); 130 and `interrupted` on Ctrl-C."""
+    from .. import multibuild
+
     started = time.monotonic()
-    results = []
-    for i, (name, out) in enumerate(targets, 1):
-        counter = f" ({i}/{len(targets)})" if len(targets) > 1 else ""
-        frags = list(fragment or ()) + ([str(ALLOW_MISSING_BLOBS)] if allow_missing_blobs else [])
-        results.append(build_mod.build(name, out, frags, jobs=int(jobs) or None,
-                                       strict=strict, console=console, counter=counter))
-        line = _models_line(results[-1])
+    outcomes = multibuild.build_all(targets, frags, jobs, strict, console)
+    for o in outcomes:
+        line = _models_line(o.result) if o.result else None
         if line:
-            console.print(line)
-    if len(results) > 1:
-        ran = sum(len(r.ran) for r in results)
-        console.print(f"[bold]{len(results)} boards[/] built, {ran} step(s) ran, "
-                      f"{time.monotonic() - started:.1f} s: "
-                      + ", ".join(f"{r.board} ({len(r.ran)} ran)" for r in results))
+            console.print(f"{o.board}: {line.strip()}")
+    ran = sum(len(o.result.ran) for o in outcomes if o.result)
+    ok = sum(o.status == "ok" for o in outcomes)
+    console.print(f"[bold]{ok} of {len(outcomes)} boards[/] built, {ran} step(s) ran, "
+                  f"{time.monotonic() - started:.1f} s (wall clock, measured):", markup=True)
+    for line in multibuild.summary_lines(outcomes):
+        console.print(line, markup=False)
+    err = multibuild.failure(outcomes)
+    if err is not None:
+        raise err
 
 
 def _models_line(result) -> str | None:

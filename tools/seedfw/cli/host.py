@@ -22,18 +22,27 @@ def setup(c, no_update=False):
     _doctor(quiet=True)
 
 
-@command(help={"quiet": "print only what is missing"})
-def doctor(c, quiet=False):
-    """Check every host program and file the tasks use (and QEMU's firmware files for our boards)."""
-    _doctor(quiet)
+@command(help={"quiet": "print only what is missing",
+               "config": "a .config whose CONFIG_CCACHE_REMOTE_STORAGE to check (repeatable; "
+                         "default: output/*/.config in the tree)"}, iterable=["config"])
+def doctor(c, quiet=False, config=None):
+    """Check every host program and file the tasks use (and QEMU's firmware files for our boards),
+    and ccache's remote back-end when a configuration names a remote."""
+    _doctor(quiet, config)
 
 
-def _doctor(quiet: bool) -> None:
+def _doctor(quiet: bool, configs=None) -> None:
     from .. import doctor as doc
     checks = doc.run_checks()
     missing = doc.missing_packages(checks)
     if not quiet or missing:
         print(doc.table([ch for ch in checks if not quiet or not ch.ok]))
+    errors, notes = doc.ccache_remote_checks(doc.configured_remotes(
+        configs or sorted((ROOT / "output").glob("*/.config"))))
+    for line in notes:
+        print(line)
+    if errors:
+        raise SeedfwError(errors[0])
     if missing:
         raise SeedfwError(f"{sum(not ch.ok for ch in checks)} host program(s)/file(s) missing, from "
                           f"package(s) {', '.join(missing)}; run as root: apt-get update && "

@@ -7,20 +7,35 @@ Layout (one definition, `layout()`; tests read it back through seedfw.images.gpt
     32 KiB      u-boot-rockchip.bin, outside the partition table (rk3588: the boot ROM reads the
                 idblock at sector 64, SPL then u-boot.itb at 8 MiB)
     16 MiB      partition "firmware": our firmware FIT (models, DVFS table, OPP fragment) raw
-    +16 MiB     partition "boot": empty until the OS issue fills it (kernel, DT, boot script)
-    +16 MiB     partition "rootfs": a placeholder ext4 (label "rootfs") until the OS issue
+    +16 MiB     partition "boot": empty (16 MiB), or 64 MiB holding the OS: qemu-aarch64 the OS FIT
+                raw (seedfw.buildroot.osimage); rk3588 an ext4 "boot" with kernel, DT, initramfs
+                and extlinux/extlinux.conf (seedfw.buildroot.rk3588_os), GPT attribute bit 2
+                (legacy BIOS bootable) set, so U-Boot's bootstd scans only this partition
+    +16/32 MiB  partition "rootfs": ext4 (label "rootfs"): Buildroot's rootfs.cpio unpacked
+                (BUILDROOT_ROOTFS_EXT4, size BUILDROOT_ROOTFS_EXT4_SIZE, also images/rootfs.ext4),
+                else an empty placeholder of 16 MiB
 
-Reproducible: the disk GUID, partition GUIDs, the ext4 UUID and hash seed are derived from the
-board name (uuid5), mke2fs's clock and the ext4 timestamps from SOURCE_DATE_EPOCH. The .bmap
-lists the mapped ranges with their sha256 (bmaptool checks them when copying); which ranges are
-"mapped" depends on the holes of the file genimage wrote, so it describes this image file.
+The ext4 file systems are genimage's ext4 type with the host's mke2fs (-d: the tree is copied
+in). The tree is unpacked and staged under fakeroot, and genimage runs in the same fakeroot
+state, so owners, modes and device nodes are the cpio's even when not run as root.
 
-Kconfig symbols read: UBOOT. Board fields read: name, image.format.
-Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap.
+Reproducible: the disk GUID, partition GUIDs, the ext4 UUIDs and hash seeds are derived from the
+board name (uuid5), mke2fs's clock and the ext4 superblock times from SOURCE_DATE_EPOCH, and,
+because mke2fs copies each inode's times from the staged tree (whose ctimes are "now"), an
+exec-post debugfs script sets every inode's atime/ctime/mtime/crtime to SOURCE_DATE_EPOCH too
+(mke2fs 1.47 already adds directory entries sorted by name). The .bmap lists the mapped ranges
+with their sha256 (bmaptool checks them when copying); which ranges are "mapped" depends on the
+holes of the file genimage wrote, so it describes this image file.
+
+Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE).
+Board fields read: name, soc, image.format.
+Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap (+ images/rootfs.ext4).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,7 +46,7 @@ from .. import util
 from ..errors import SeedfwError
 from ..packages import BootArtifact, Package
 
-VERSION = "2"
+VERSION = "3"            # 3: the OS's boot.ext4 (rk3588), Buildroot's rootfs as ext4
 MIB = 1 << 20
 UBOOT_OFFSET = 32 * 1024
 FIRMWARE_OFFSET = 16 * MIB
@@ -46,6 +61,7 @@ class Partition:
     offset: int | None
     size: int | None
     in_table: bool = True
+    bootable: bool = False     # GPT attribute bit 2: where U-Boot's bootstd looks first
 
 
 def wanted(ctx) -> bool:
@@ -73,14 +89,48 @@ def layout(ctx) -> list[Partition]:
         parts.append(Partition("u-boot", "u-boot-rockchip.bin", UBOOT_OFFSET, None, False))
     # The OS FIT (kernel + initramfs + boot script; seedfw.buildroot.osimage) goes raw into
     # "boot" when the configuration builds one; it needs more room than the firmware FIT.
+    # rk3588's OS is files in an ext4 instead (boot_files; why: seedfw.buildroot.rk3588_os).
     os_fit = os_image(ctx)
-    parts += [Partition("firmware", firmware_image(ctx), FIRMWARE_OFFSET, PARTITION_SIZE),
-              Partition("boot", os_fit, None, OS_PARTITION_SIZE if os_fit else PARTITION_SIZE),
-              Partition("rootfs", "rootfs.ext4", None, None)]
+    if boot_files(ctx):
+        boot = Partition("boot", BOOT_FS, None, OS_PARTITION_SIZE, bootable=True)
+    else:
+        boot = Partition("boot", os_fit, None, OS_PARTITION_SIZE if os_fit else PARTITION_SIZE)
+    parts += [Partition("firmware", firmware_image(ctx), FIRMWARE_OFFSET, PARTITION_SIZE), boot,
+              Partition("rootfs", ROOT_FS, None, None)]
     return parts
 
 
 OS_PARTITION_SIZE = 64 * MIB
+BOOT_FS, ROOT_FS = "boot.ext4", "rootfs.ext4"        # made by genimage, not read from images/
+
+
+def boot_files(ctx) -> dict[str, str]:
+    """{path in the boot file system: file in images/} (rk3588's OS), else {}."""
+    from ..buildroot import rk3588_os
+    return rk3588_os.boot_files(ctx)
+
+
+def rootfs_cpio(ctx) -> Path | None:
+    """Buildroot's rootfs.cpio when the "rootfs" partition is to hold it, else None."""
+    v = ctx.values
+    if v.get("BUILDROOT") and v.get("BUILDROOT_ROOTFS_CPIO") and v.get("BUILDROOT_ROOTFS_EXT4"):
+        return ctx.images / "rootfs.cpio"
+    return None
+
+
+def rootfs_size(ctx) -> int:
+    """BUILDROOT_ROOTFS_EXT4_SIZE ("32M", "65536K", ...) in bytes when the rootfs is
+    Buildroot's; the placeholder is PARTITION_SIZE."""
+    if rootfs_cpio(ctx) is None:
+        return PARTITION_SIZE
+    text = str(ctx.values.get("BUILDROOT_ROOTFS_EXT4_SIZE") or "32M")
+    m = re.fullmatch(r"(\d+)([KMG])", text.strip())
+    size = int(m.group(1)) << {"K": 10, "M": 20, "G": 30}[m.group(2)] if m else 0
+    if size < MIB or size % MIB:
+        raise SeedfwError(f"'{text}' is not a size in whole MiB of at least 1M (e.g. 32M)",
+                          Path(getattr(ctx, "outdir", ".")) / ".config",
+                          "CONFIG_BUILDROOT_ROOTFS_EXT4_SIZE")
+    return size
 
 
 def os_image(ctx) -> str | None:
@@ -92,21 +142,40 @@ def guid(ctx, what: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"{ctx.board.name}/{what}"))
 
 
+def _stamp() -> str:
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime(util.source_date_epoch()))
+
+
+def _ext4(name: str, label: str, size: int, uuid_: str, seed: str, mountpoint=None) -> list[str]:
+    """A genimage ext4 image; exec-post sets every inode's times (see the module docstring)."""
+    lines = [f"image {name} {{"]
+    if mountpoint:
+        lines.append(f'\tmountpoint = "{mountpoint}"')
+    return lines + ["\text4 {", "\t\tuse-mke2fs = true", f'\t\tlabel = "{label}"',
+                    f'\t\tfs-timestamp = "{_stamp()}"',
+                    f'\t\textraargs = "-U {uuid_} -E hash_seed={seed}"', "\t}",
+                    f"\tsize = {size // MIB}M",
+                    f'\texec-post = "debugfs -w -f {name}.times \\"$IMAGEOUTFILE\\""', "}", ""]
+
+
 def genimage_config(ctx) -> str:
     """The genimage configuration for this board (also written to build/disk/genimage.cfg)."""
-    stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(util.source_date_epoch()))
-    lines = ["image rootfs.ext4 {", "\text4 {", "\t\tuse-mke2fs = true", '\t\tlabel = "rootfs"',
-             f'\t\tfs-timestamp = "{stamp}"',
-             f'\t\textraargs = "-U {guid(ctx, "rootfs-fs")} -E hash_seed={guid(ctx, "hash-seed")}"',
-             "\t}", f"\tsize = {PARTITION_SIZE // MIB}M", "}", "",
-             f"image {disk_name(ctx)} {{", "\thdimage {", '\t\tpartition-table-type = "gpt"',
-             f'\t\tdisk-uuid = "{guid(ctx, "disk")}"', "\t}"]
+    # The rootfs's UUID and seed names are those of version 2 (its placeholder had them).
+    lines = _ext4(ROOT_FS, "rootfs", rootfs_size(ctx), guid(ctx, "rootfs-fs"),
+                  guid(ctx, "hash-seed"))
+    if boot_files(ctx):
+        lines += _ext4(BOOT_FS, "boot", OS_PARTITION_SIZE, guid(ctx, "boot-fs"),
+                       guid(ctx, "boot-hash-seed"), mountpoint="/boot")
+    lines += [f"image {disk_name(ctx)} {{", "\thdimage {", '\t\tpartition-table-type = "gpt"',
+              f'\t\tdisk-uuid = "{guid(ctx, "disk")}"', "\t}"]
     for p in layout(ctx):
         lines.append(f"\tpartition {p.name} {{")
         if not p.in_table:
             lines.append('\t\tin-partition-table = "false"')
         else:
             lines.append(f'\t\tpartition-uuid = "{guid(ctx, "part-" + p.name)}"')
+        if p.bootable:
+            lines.append('\t\tbootable = "true"')
         if p.image:
             lines.append(f'\t\timage = "{p.image}"')
         if p.offset is not None:
@@ -153,6 +222,7 @@ def make(ctx, work: Path, log, say=lambda m: None) -> dict[Path, Path]:
     """Write the disk image (and, for boards without one, the firmware FIT) under `work`;
     returns {final path in images/: built file}. Usable outside a build (tests rebuild a
     tampered twin with it)."""
+    work = Path(work).absolute()          # genimage and fakeroot run with cwd=work
     Package.fresh_dir(work)
     inputs = work / "in"
     for d in ("root", "tmp", "out", "in"):
@@ -162,17 +232,24 @@ def make(ctx, work: Path, log, say=lambda m: None) -> dict[Path, Path]:
         fit_path = qemu_fit(ctx, inputs / firmware_image(ctx), log)
         products[ctx.images / firmware_image(ctx)] = fit_path
     for p in layout(ctx):
-        if p.image and p.image != "rootfs.ext4" and not (inputs / p.image).exists():
-            if not (ctx.images / p.image).is_file():
-                raise SeedfwError(f"the disk image needs {p.image}, which was not built",
-                                  ctx.images / p.image)
-            (inputs / p.image).symlink_to(ctx.images / p.image)
+        if p.image and p.image not in (BOOT_FS, ROOT_FS) and not (inputs / p.image).exists():
+            (inputs / p.image).symlink_to(_needed(ctx, p.image))
     util.write_text(work / "genimage.cfg", genimage_config(ctx))
     epoch = str(util.source_date_epoch())
-    plan_mod.run_command(["genimage", "--config", work / "genimage.cfg", "--rootpath", work / "root",
+    state = work / "fakeroot.state"
+    stage_tree(ctx, work / "root", state, log)
+    for name, tree in ((ROOT_FS, work / "root"), (BOOT_FS, work / "root" / "boot")):
+        skip = {work / "root" / "boot"} if name == ROOT_FS and boot_files(ctx) else set()
+        util.write_text(work / f"{name}.times", times_script(tree, skip))
+    plan_mod.run_command(["fakeroot", "-i", state, "--", "genimage",
+                          "--config", work / "genimage.cfg", "--rootpath", work / "root",
                           "--tmppath", work / "tmp", "--inputpath", inputs,
                           "--outputpath", work / "out"], cwd=work, log=log,
                          env={"SOURCE_DATE_EPOCH": epoch, "E2FSPROGS_FAKE_TIME": epoch})
+    if rootfs_cpio(ctx) is not None:
+        rootfs = work / "out" / ROOT_FS
+        products[ctx.images / ROOT_FS] = rootfs
+        say(f"{ROOT_FS} {rootfs.stat().st_size // MIB} MiB from rootfs.cpio")
     img = work / "out" / disk_name(ctx)
     bmap = work / "out" / f"{img.name}.bmap"
     plan_mod.run_command(["bmaptool", "create", img, "-o", bmap], log=log)
@@ -183,16 +260,73 @@ def make(ctx, work: Path, log, say=lambda m: None) -> dict[Path, Path]:
     return products
 
 
+def _needed(ctx, name: str) -> Path:
+    if not (ctx.images / name).is_file():
+        raise SeedfwError(f"the disk image needs {name}, which was not built", ctx.images / name)
+    return ctx.images / name
+
+
+# Run under `fakeroot -s STATE`: what it creates is owned by whoever the cpio says (root),
+# device nodes included, as genimage (run with `fakeroot -i STATE`) and mke2fs then see it.
+_STAGE = """set -e
+umask 022
+cd "$1"
+if [ -n "$2" ]; then cpio -idm --quiet --no-absolute-filenames < "$2"; fi
+shift 2
+while [ $# -gt 0 ]; do install -D -m 0644 "$1" "boot/$2"; shift 2; done
+"""
+
+
+def stage_tree(ctx, root: Path, state: Path, log) -> None:
+    """The tree genimage copies into the ext4 images: Buildroot's rootfs.cpio unpacked (or
+    nothing: the placeholder), the OS's boot files under boot/ (the "boot" mountpoint)."""
+    os.chmod(root, 0o755)
+    cpio = rootfs_cpio(ctx)
+    pairs = []
+    for dest, name in boot_files(ctx).items():
+        pairs += [_needed(ctx, name), dest]
+    plan_mod.run_command(["fakeroot", "-s", state, "--", "sh", "-c", _STAGE, "stage",
+                          root.absolute(), _needed(ctx, cpio.name).absolute() if cpio else "",
+                          *(Path(x).absolute() if i % 2 == 0 else x for i, x in enumerate(pairs))],
+                         log=log)
+
+
+def times_script(tree: Path, skip=frozenset()) -> str:
+    """debugfs commands setting every inode's times under `tree` (paths relative to it) to
+    SOURCE_DATE_EPOCH; `skip`: directories whose contents belong to another image."""
+    stamp = _stamp()
+    paths = ["/"]
+    for top, dirs, files in os.walk(tree):
+        dirs.sort()
+        rel = "/" + os.path.relpath(top, tree) if Path(top) != tree else ""
+        for name in sorted(dirs + files):
+            paths.append(f"{rel}/{name}")
+        if Path(top) in skip:
+            dirs.clear()
+    for p in paths:
+        if '"' in p or "\n" in p:
+            raise SeedfwError("a file name with a quote or newline cannot go into the ext4 "
+                              "image", tree / p.lstrip("/"))
+    return "".join(f'sif "{p}" {f} {stamp}\n' for p in paths
+                   for f in ("atime", "ctime", "mtime", "crtime"))
+
+
 def add_steps(plan, ctx) -> list[Path]:
     if not wanted(ctx):
         return []
+    rootfs_size(ctx)                 # a bad size fails before any step runs
     out = [ctx.images / disk_name(ctx), ctx.images / f"{disk_name(ctx)}.bmap"]
     if own_fit(ctx):
         out.append(ctx.images / firmware_image(ctx))
+    if rootfs_cpio(ctx) is not None:
+        out.append(ctx.images / ROOT_FS)
     sources = ["bl33.bin", f"{ctx.board.name}-boot.pkg"] if own_fit(ctx) else \
-        [p.image for p in layout(ctx) if p.image and p.image != "rootfs.ext4"]
+        [p.image for p in layout(ctx) if p.image and p.image not in (BOOT_FS, ROOT_FS)]
     if own_fit(ctx) and os_image(ctx):
         sources.append(os_image(ctx))
+    sources += list(boot_files(ctx).values())
+    if rootfs_cpio(ctx) is not None:
+        sources.append(rootfs_cpio(ctx).name)
 
     def inputs():
         return {"config": genimage_config(ctx), "own_fit": own_fit(ctx),
@@ -204,7 +338,8 @@ def add_steps(plan, ctx) -> list[Path]:
         step.install(make(ctx, ctx.build_dir("disk"), step.log,
                           lambda m: ctx.progress(f"  disk: {m}")))
 
-    deps = tuple(s for s in ("image.pack", "uboot.binman", "os.fit") if s in plan.steps)
+    deps = tuple(s for s in ("image.pack", "uboot.binman", "os.fit", "os.rk3588", "buildroot.build")
+                 if s in plan.steps)
     plan.add(plan_mod.Step("disk.image", run, deps=deps, inputs=inputs, version=VERSION,
                            package="disk", outputs=tuple(out)))
     return out

@@ -20,10 +20,11 @@ AGENT_DIR = FIRMWARE_DIR / "agent"
 
 
 class BuildrootPackage(Package):
-    """Buildroot 2025.02.16 → images/rootfs.cpio (+ rootfs.ext4), images/buildroot.json.
+    """Buildroot 2025.02.16 → images/rootfs.cpio, images/buildroot.json (the ext4 rootfs is
+    made from rootfs.cpio by the disk stage, seedfw.images.disk, with the host's mke2fs).
 
     Kconfig symbols read: BUILDROOT (enables it), BUILDROOT_VERSION, BUILDROOT_TARGET_CPU,
-    BUILDROOT_CONSOLE, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE), BUILDROOT_PACKAGES,
+    BUILDROOT_CONSOLE, BUILDROOT_ROOTFS_CPIO, BUILDROOT_PACKAGES,
     BUILDROOT_EXTRA_CONFIG, BUILDROOT_AGENT, BUILDROOT_AGENT_POWEROFF, BUILD_JOBS.
     Board fields read: name, memory region "boot-package" (else "dvfs"): where the agent looks.
     Steps (the first four prepare things shared by every output dir, in the seedfw cache):
@@ -37,7 +38,7 @@ class BuildrootPackage(Package):
 
     name = "buildroot"
     symbols = ("BUILDROOT", "BUILDROOT_VERSION", "BUILDROOT_TARGET_CPU", "BUILDROOT_CONSOLE",
-               "BUILDROOT_ROOTFS_CPIO", "BUILDROOT_ROOTFS_EXT4", "BUILDROOT_ROOTFS_EXT4_SIZE",
+               "BUILDROOT_ROOTFS_CPIO",
                "BUILDROOT_PACKAGES", "BUILDROOT_EXTRA_CONFIG", "BUILDROOT_AGENT",
                "BUILDROOT_AGENT_POWEROFF", "BUILD_JOBS")
     BUILD_VERSION = "2"          # 2: buildroot.json has package_sizes
@@ -58,8 +59,6 @@ class BuildrootPackage(Package):
         names = []
         if ctx.values.get("BUILDROOT_ROOTFS_CPIO"):
             names.append("rootfs.cpio")
-        if ctx.values.get("BUILDROOT_ROOTFS_EXT4"):
-            names.append("rootfs.ext4")
         return names
 
     def artifacts(self, ctx):
@@ -83,7 +82,8 @@ class BuildrootPackage(Package):
                       lambda s: hosttar.prepare(s.log, say, ctx.make_jobs), package=self.name,
                       inputs=hosttar.key_doc, outputs=(hosttar.bin_dir() / "tar",)),
             plan.Step("buildroot.toolchain", lambda s: toolchain.prepare(say), package=self.name,
-                      inputs=lambda: {"packages": toolchain.versions()},
+                      inputs=lambda: {"packages": toolchain.versions(),
+                                      "wrapper": toolchain.WRAPPER_VERSION},
                       outputs=(toolchain.toolchain_dir() / toolchain.MARK,)),
             plan.Step("buildroot.mirror", lambda s: self.mirror(s, say), package=self.name,
                       after=("buildroot.tree",), inputs=mirror.pins,
@@ -115,7 +115,7 @@ class BuildrootPackage(Package):
             say(f"override: {ov.describe()}")
         out = self.output(ctx)
         ext = self.external_dir(ctx)
-        env = make.environment(hosttar.bin_dir())
+        env = {**make.environment(hosttar.bin_dir()), **make.ccache_environment(ctx, out)}
         defconfig = (ext / "configs" / external.defconfig_name(ctx.board.name)).read_text()
         incremental = self._prepare_output(out, defconfig, say)
         make.run(root, out, [f"BR2_EXTERNAL={ext}", external.defconfig_name(ctx.board.name)],
@@ -127,7 +127,8 @@ class BuildrootPackage(Package):
             # A local-site package is copied from firmware/ only when its build dir is made:
             # drop it so the agent's current sources are built (seconds).
             make.run(root, out, ["seedfw-agent-dirclean"], step.log, say, env)
-        say(f"building in {out} (log: {step.log}); a cold build takes about 4 minutes")
+        say(f"building in {out} (log: {step.log}); a cold build takes about 4 minutes, "
+            "about 2.5 with a warm ccache (README: Compiler cache)")
         progress = make.run(root, out, [f"BR2_JLEVEL={ctx.make_jobs}"], step.log, say, env)
         say(progress.summary())
         files = {}

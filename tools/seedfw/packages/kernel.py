@@ -26,6 +26,9 @@ class KernelDeb:
     suite: str
     file: sources.SourceFile
     image: str                     # the kernel image inside the package
+    # Device trees taken out of the package (paths inside it), installed into images/ under
+    # their file names: rk3588 boots with the kernel's own DT, the qemu boards with QEMU's.
+    dtbs: tuple[str, ...] = ()
 
     @property
     def release(self) -> str:
@@ -39,6 +42,17 @@ KERNELS = {
         sources.SourceFile("linux-image-6.1.0-50-cloud-arm64_6.1.176-1_arm64.deb", 21_130_624,
                            "9d41a53f5d687ae1a33cf546d0ed8be955f72e5f9e97b2b4e45e41dff3353b97"),
         "boot/vmlinuz-6.1.0-50-cloud-arm64"),
+    # Checked 2026-12-01 (trixie, arm64 Packages index: Size and SHA256 below; the archive served
+    # it). Debian's generic arm64 flavour: vmlinuz is an uncompressed arm64 Image (37,732,288
+    # bytes) and the package ships 1,023 DTBs, among them rockchip/rk3588-rock-5b.dtb (the cloud
+    # flavour has none). bookworm's generic linux-image-6.1.0-50-arm64 6.1.176-1 ships 14
+    # rockchip/rk356x DTBs and no rk3588 one (checked the same day; Rock 5B's came in 6.3).
+    "linux-image-6.12.117+deb13-arm64": KernelDeb(
+        "linux-image-6.12.117+deb13-arm64", "6.12.117-1", "trixie",
+        sources.SourceFile("linux-image-6.12.117+deb13-arm64_6.12.117-1_arm64.deb", 93_443_312,
+                           "73805585385c78e048e63fdfba66da36bab724c2cdebd96a3055a8a4f1ae287a"),
+        "boot/vmlinuz-6.12.117+deb13-arm64",
+        ("usr/lib/linux-image-6.12.117+deb13-arm64/rockchip/rk3588-rock-5b.dtb",)),
 }
 
 
@@ -92,16 +106,17 @@ def fetch(k: KernelDeb, log=None, progress=print) -> Path:
 
 
 class KernelPackage(Package):
-    """Linux for the OS boot: images/Image (+ images/kernel.config) from a pinned Debian .deb.
+    """Linux for the OS boot: images/Image (+ images/kernel.config, and the pin's device trees,
+    e.g. images/rk3588-rock-5b.dtb) from a pinned Debian .deb.
 
     Kconfig symbols read: KERNEL (enables it), KERNEL_PACKAGE (a key of KERNELS).
-    Steps: kernel.fetch (the .deb, verified, into the shared cache) → kernel.extract
-    (dpkg-deb -x; the image and its config into images/).
+    Steps: kernel.extract (the .deb, verified, fetched into the shared cache unless there;
+    only the image, its config and the pin's DTBs unpacked, into images/).
     """
 
     name = "kernel"
     symbols = ("KERNEL", "KERNEL_PACKAGE")
-    VERSION = "1"
+    VERSION = "2"                # 2: the pin's DTBs
 
     def enabled(self, values):
         return bool(values.get("KERNEL"))
@@ -115,9 +130,12 @@ class KernelPackage(Package):
         return KERNELS[name]
 
     def artifacts(self, ctx):
-        return [ctx.images / "Image", ctx.images / "kernel.config"]
+        return [ctx.images / "Image", ctx.images / "kernel.config",
+                *(ctx.images / Path(d).name for d in self.pin(ctx).dtbs)]
 
     def boot_artifacts(self, ctx):
+        # The DTBs are not declared: what the board reads is the copy the OS stage made of one
+        # (seedfw.buildroot.rk3588_os applies the OPP overlay to it).
         return [BootArtifact("Image", "kernel", "U-Boot (booti) or QEMU -kernel",
                              "boot partition / loaded into RAM")]
 
@@ -128,19 +146,25 @@ class KernelPackage(Package):
         def extract(step):
             deb = fetch(k, step.log, say)
             work = self.fresh_dir(ctx.build_dir("kernel"))
-            plan.run_command(["dpkg-deb", "-x", deb, work], log=step.log)
-            image = work / k.image
-            config = work / "boot" / f"config-{k.release}"
-            for f in (image, config):
+            members = [k.image, f"boot/config-{k.release}", *k.dtbs]
+            # Only these members (the generic package unpacks to 174 MB); a missing one is
+            # named by the check below, so tar's own exit status is not the error.
+            plan.run_command(["sh", "-c", 'deb="$1" work="$2"; shift 2; dpkg-deb --fsys-tarfile '
+                              '"$deb" | tar -x -C "$work" "$@"', "sh", deb, work,
+                              *(f"./{m}" for m in members)], log=step.log, check=False)
+            image, config, *dtbs = (work / m for m in members)
+            for f in (image, config, *dtbs):
                 if not f.is_file():
                     raise SeedfwError(f"{k.file.name} has no {f.relative_to(work)}", deb)
             with open(image, "rb") as f:
                 head = f.read(64)
             if head[56:60] != b"ARM\x64":        # arm64 Image header magic
                 raise SeedfwError(f"{k.image} is not an uncompressed arm64 Image", deb)
-            say(f"{k.package} {k.version}: Image {image.stat().st_size:,} bytes")
-            self.install(step, {"Image": image, "kernel.config": config}, ctx.images)
+            say(f"{k.package} {k.version}: Image {image.stat().st_size:,} bytes"
+                + "".join(f", {d.name} {d.stat().st_size:,} bytes" for d in dtbs))
+            self.install(step, {"Image": image, "kernel.config": config,
+                                **{d.name: d for d in dtbs}}, ctx.images)
 
         return [plan.Step("kernel.extract", extract, package=self.name, version=self.VERSION,
-                          inputs={"pin": [k.package, k.version, k.file.sha256]},
+                          inputs={"pin": [k.package, k.version, k.file.sha256, *k.dtbs]},
                           outputs=tuple(self.artifacts(ctx)))]

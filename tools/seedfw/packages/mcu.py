@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import plan
+from .. import ccache, plan
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
 from . import BootArtifact, Package
@@ -66,7 +66,8 @@ class McuPackage(Package):
             self.fresh_dir(out)
             plan.run_command(["make", "-C", SOURCE.relative_to(ROOT), f"-j{ctx.make_jobs}",
                               f"O={out}", f"CROSS_COMPILE={prefix}", f"BUILD_ID={ctx.build_id}",
-                              "all", "flashalgo"], cwd=ROOT, log=step.log)
+                              "all", "flashalgo"], cwd=ROOT, log=step.log,
+                             env=ccache.environment(ctx, FIRMWARE_DIR, out))
             for algo in self.ALGOS:
                 if not (out / "flashalgo" / algo).is_file():
                     raise SeedfwError("expected build output is missing", out / "flashalgo" / algo)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from .. import __version__, plan
+from .. import __version__, ccache, plan
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
 from . import BuildContext, Package
@@ -98,7 +98,8 @@ class PayloadPackage(Package):
             self.fresh_dir(out)
             args = [f"{k}={v}" for k, v in self.make_vars(ctx).items()]
             plan.run_command(["make", "-C", SOURCE.relative_to(ROOT), f"-j{ctx.make_jobs}",
-                              f"O={out}", *args], cwd=ROOT, log=step.log)
+                              f"O={out}", *args], cwd=ROOT, log=step.log,
+                             env=ccache.environment(ctx, FIRMWARE_DIR, out))
             files = {"bl33.elf": out / "payload.elf"}
             if not self.compress(ctx):
                 files["bl33.bin"] = out / "payload.bin"

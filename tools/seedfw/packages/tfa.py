@@ -6,7 +6,7 @@ import re
 import shlex
 from pathlib import Path
 
-from .. import plan, sources, util
+from .. import ccache, plan, sources, util
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
 from . import BootArtifact, BuildContext, Package
@@ -260,7 +260,9 @@ class TfaPackage(Package):
         # ASFLAGS through the environment: TF-A appends to it (+=), whereas a command-line value
         # would replace TF-A's own assembler flags.
         env = {"SOURCE_DATE_EPOCH": str(util.source_date_epoch()), "ASFLAGS": prefix_map,
-               "LC_ALL": "C"}
+               "LC_ALL": "C",
+               **ccache.environment(ctx, tree, build_base, *([FIRMWARE_DIR] if self.compress(ctx)
+                                                             else []))}
         plan.run_command(args + extra, cwd=tree, env=env, log=step.log)
         kind = "debug" if ctx.values.get("TFA_DEBUG") else "release"
         return build_base / self.platform(ctx) / kind

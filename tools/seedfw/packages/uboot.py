@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import paths, plan, sources, util
+from .. import ccache, paths, plan, sources, util
 from ..debian_pool import DebianPoolSite
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
@@ -280,7 +280,10 @@ class UbootPackage(Package):
     def _make(self, ctx, tree: Path, work: Path, log: Path, say) -> None:
         import time
         defconfig = self.defconfig(ctx)
-        env = {"SOURCE_DATE_EPOCH": str(util.source_date_epoch())}
+        # ccache: one base_dir over the source tree and the build dir, so another cache dir's
+        # compile (another machine, CI) hits the same entries; U-Boot's host tools too.
+        env = {"SOURCE_DATE_EPOCH": str(util.source_date_epoch()),
+               **ccache.environment(ctx, tree, work)}
         cross = ctx.values["CROSS_COMPILE_A"]
         plan.run_command(["make", "-C", tree, f"O={work}", f"{defconfig}_defconfig"], env=env,
                          log=log)

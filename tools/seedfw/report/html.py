@@ -261,6 +261,10 @@ def render(report: dict) -> str:
         if m["settings"]:
             h.append(f"<p>counter settings (configuration, not measurements): "
                      f"{e(settings_text(m['settings']))}</p>")
+    from ..buildroot import report as os_report          # the OS, when the build made a rootfs
+    h += os_report.html(report)
+    from . import cache as cache_report
+    h += cache_report.html(report)
     if report["notes"]:
         h.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"])
                  + "</ul>")

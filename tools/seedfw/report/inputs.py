@@ -94,9 +94,12 @@ def list_images(outdir: Path, manifest: dict | None):
         return None, not_available("no images (images/ not found; run 'invoke build')")
     by_file = {_entry_file(e): e for e in _manifest_entries(manifest, "images") +
                _manifest_entries(manifest, "artifacts")}
+    # ccache.json records how the build ran (its compiler cache hits), not what it made: it is
+    # the report's "cache" section, not an image, and differs between a cold and a warm cache.
+    from ..ccache import STATS_FILE
     rows = []
     for path in sorted(p for p in images_dir.rglob("*") if p.is_file()
-                       and not p.name.startswith(".")):
+                       and not p.name.startswith(".") and p.name != STATS_FILE):
         entry = by_file.get(path.name, {})
         rows.append(dict(file=str(path.relative_to(images_dir)), path=path,
                          size=path.stat().st_size, sha256=util.sha256_file(path),

@@ -55,7 +55,9 @@ def render(report: dict) -> str:
         lines += [f"Build id: `{report['build_id']}`", ""]
     lines += [KINDS_LINE, ""]
     from ..buildroot import report as os_report
-    for part in (_images, _elfs, _compression, _deltas, _bandwidth, os_report.markdown):
+    from . import cache as cache_report
+    for part in (_images, _elfs, _compression, _deltas, _bandwidth, os_report.markdown,
+                 cache_report.markdown):
         lines += part(report)
     if report["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in report["notes"]] + [""]

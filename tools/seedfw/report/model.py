@@ -84,6 +84,10 @@ def build_report(outdir, baseline=None, counters=None, board: str | None = None)
     os_section = os_report.section(outdir)
     if os_section:
         report["os"] = os_section
+    from . import cache as cache_report              # ccache figures, when the build compiled
+    cache_section = cache_report.section(outdir)
+    if cache_section:
+        report["cache"] = cache_section
     for key in ("images", "elfs", "compression", "deltas"):
         if not report[key]["available"]:
             notes.append(f"{key}: {report[key]['note']}")
