@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,3 +22,18 @@ def one_error_line(proc) -> str:
     errors = [l for l in proc.stderr.splitlines() if l.startswith("error: ")]
     assert len(errors) == 1, proc.stderr
     return errors[0]
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that name `text` (e.g. a make or gcc working in an outdir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if text in cmdline and state != "Z":
+                found.append(cmdline)
+    return found

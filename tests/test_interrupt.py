@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import builds
-from cli import ROOT, invoke
+from cli import ROOT, invoke, processes_mentioning
 from seedfw import util
 
 
@@ -33,21 +33,6 @@ def hashes(folder: Path) -> dict[str, str]:
 def steps(outdir: Path) -> dict[str, str]:
     records = [json.loads(l) for l in (outdir / "logs" / "steps.jsonl").read_text().splitlines()]
     return {r["step"]: r["action"] for r in records}
-
-
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that name `text` (e.g. a make or gcc working in an outdir)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if text in cmdline and state != "Z":
-                found.append(cmdline)
-    return found
 
 
 def manifest_matches_images(outdir: Path) -> dict:

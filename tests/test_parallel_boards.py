@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import builds
-from cli import ROOT, invoke
+from cli import ROOT, invoke, processes_mentioning
 from seedfw import util
 from seedfw.jobserver import JobServer
 from seedfw.plan import Plan, Step, run_command
@@ -210,20 +210,6 @@ def test_a_broken_board_fails_alone_and_is_named(tmp_path, serial_builds):
     assert artifacts(out / "qemu-aarch64") == artifacts(serial_builds["qemu-aarch64"].outdir)
 
 
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if text in cmdline and state != "Z":
-                found.append(cmdline)
-    return found
-
-
 @pytest.mark.slow
 def test_ctrl_c_stops_every_board(tmp_path):
     out = tmp_path / "out"
@@ -250,7 +236,7 @@ def test_ctrl_c_stops_every_board(tmp_path):
                for l in (out / "qemu-aarch64" / "logs" / "steps.jsonl").read_text().splitlines()}
     assert records["tfa.build"] == "interrupted", records
     assert not (out / "qemu-aarch64" / "stamps" / "tfa.build.stamp").exists()
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
     assert list(out.rglob("*.tmp")) == []
 
 
