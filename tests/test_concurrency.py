@@ -195,11 +195,12 @@ def tmpfs(tmp_path):
 
 def fill(directory: Path) -> None:
     """Write until the filesystem is full."""
-    with open(directory / "filler", "wb") as f:
+    # Unbuffered: a buffered file would still hold the last chunk that did not fit and raise
+    # ENOSPC again from close(), outside the try.
+    with open(directory / "filler", "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
-                f.flush()
         except OSError:
             pass
 

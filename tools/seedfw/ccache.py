@@ -163,12 +163,32 @@ def environment(ctx, *dirs: Path, part: str | None = None) -> dict:
     prefixes = [ctx.values.get(k) for k in ("CROSS_COMPILE_A", "CROSS_COMPILE_M")]
     env = {"PATH": f"{masquerade_dir(prefixes)}{os.pathsep}{os.environ.get('PATH', '')}",
            "CCACHE_DIR": str(s.dir), "CCACHE_NOHASHDIR": "1",
-           "CCACHE_BASEDIR": os.path.commonpath([str(d) for d in dirs]),
+           "CCACHE_BASEDIR": base_dir(dirs),
            "CCACHE_COMPILERCHECK": "content", "CCACHE_STATSLOG": str(stats_log(ctx.outdir, part)),
            # Only the entries begin() found reachable: a dead remote costs every compile a
            # connection attempt, and the build is local-only anyway (one warning said so).
            "CCACHE_REMOTE_STORAGE": " ".join(_reachable(ctx.outdir, s))}
     return env
+
+
+def base_dir(dirs) -> str:
+    """The deepest directory holding all of `dirs`; never "/".
+
+    A base_dir of "/" (a checkout in /work and an output dir in /tmp, say) would make ccache
+    rewrite the system headers' paths relative too (`../../../usr/include/stdio.h`), and the
+    dependency files it then restores from the cache name headers at the depth of whichever
+    directory compiled first: make finds them missing and recompiles every time (and a tune
+    trial "changes" the shared TF-A tree). Then the build's own directories (those outside the
+    seedfw checkout) are enough: sources from the checkout stay absolute, which costs hits
+    only between two checkouts, never correctness. "" (no base_dir) when nothing narrower exists."""
+    dirs = [os.path.abspath(d) for d in dirs]
+    common = os.path.commonpath(dirs)
+    if common != os.sep:
+        return common
+    root = str(paths.ROOT)
+    own = [d for d in dirs if os.path.commonpath([d, root]) != root] or dirs[:1]
+    common = os.path.commonpath(own)
+    return "" if common == os.sep else common
 
 
 def _reachable(outdir: Path, s: Settings) -> list[str]:
