@@ -36,7 +36,7 @@ def test_relocated_gcc_goes_through_ccache_only_when_asked(tmp_path):
     env = dict(os.environ, **make.ccache_environment(_ctx(tmp_path), tmp_path))
     log = Path(env["CCACHE_STATSLOG"])
     assert log == tmp_path / "out" / "build" / "ccache" / "stats-buildroot.log"
-    log.parent.mkdir(parents=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
 
     def compile_(e, name):
         subprocess.run([str(gcc), "-O2", "-c", str(src), "-o", str(tmp_path / name)], env=e,

@@ -175,6 +175,13 @@ def test_dead_remote_warns_once_and_builds_locally(tmp_path):
     assert "time_saved" not in report          # no bench result in this (empty) seedfw cache
     assert "Time saved: no bench/cache_speed.py result on this host." in \
         (tmp_path / "dead" / "report" / "report.md").read_text()
+    # A no-op rebuild compiles nothing, so it asks no server: no wait, no warning, and the
+    # figures stay those of the build that made the images.
+    again = invoke("build", "--board", "mps2-an385", "--output", tmp_path / "dead", "--fragment",
+                   remote_fragment(tmp_path, dead), env=build_env(tmp_path / "cache-dead"))
+    assert again.returncode == 0, again.stderr
+    assert warnings(again) == [] and "0 step(s) ran" in again.stdout
+    assert ccache.summary(tmp_path / "dead") == doc
 
     server = Redis(tmp_path)
     try:

@@ -84,7 +84,7 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
         artifacts += module.add_steps(plan, ctx) or []
         declared += getattr(module, "boot_artifacts", lambda c: [])(ctx)
 
-    ccache.begin(ctx)                 # this build's stats log; a dead remote warns here, once
+    ccache.begin(ctx)                 # this build's stats log (the remote: first compile)
     records = plan.run()
     ccache.finish(ctx)                # images/ccache.json, read by the report
     manifest = write_manifest(ctx, artifacts, declared)

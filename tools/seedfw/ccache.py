@@ -30,6 +30,7 @@ import re
 import shutil
 import socket
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -165,9 +166,9 @@ def environment(ctx, *dirs: Path, part: str | None = None) -> dict:
            "CCACHE_DIR": str(s.dir), "CCACHE_NOHASHDIR": "1",
            "CCACHE_BASEDIR": base_dir(dirs),
            "CCACHE_COMPILERCHECK": "content", "CCACHE_STATSLOG": str(stats_log(ctx.outdir, part)),
-           # Only the entries begin() found reachable: a dead remote costs every compile a
+           # Only the entries found reachable: a dead remote costs every compile a
            # connection attempt, and the build is local-only anyway (one warning said so).
-           "CCACHE_REMOTE_STORAGE": " ".join(_reachable(ctx.outdir, s))}
+           "CCACHE_REMOTE_STORAGE": " ".join(_reachable(ctx, s))}
     return env
 
 
@@ -191,14 +192,33 @@ def base_dir(dirs) -> str:
     return "" if common == os.sep else common
 
 
-def _reachable(outdir: Path, s: Settings) -> list[str]:
-    try:
-        state = json.loads(_state_file(outdir).read_text())
-        if state.get("remote") == s.remote_text:
-            return state["reachable"]
-    except (FileNotFoundError, ValueError, KeyError):
-        pass
-    return list(s.remote)
+_PROBE_LOCK = threading.Lock()
+
+
+def _reachable(ctx, s: Settings) -> list[str]:
+    """The remote entries that answer, checked once per build: by the first step that compiles
+    (steps of one build run in threads, hence the lock), not by begin() — a no-op build asks no
+    server and, with a dead remote, neither waits for it nor warns. A dead entry is one warning
+    and a local-only build, never a failed one."""
+    with _PROBE_LOCK:
+        try:
+            state = json.loads(_state_file(ctx.outdir).read_text())
+            if state.get("remote") == s.remote_text:
+                return state["reachable"]
+        except (FileNotFoundError, ValueError, KeyError):
+            pass
+        reachable, dead = [], {}
+        for entry in s.remote:
+            why = probe(entry)
+            if why is None:
+                reachable.append(entry)
+            else:
+                dead[entry] = why
+                ctx.progress(f"  ccache: warning: remote storage {entry} does not answer "
+                             f"({why}); building with the local cache only")
+        util.write_json(_state_file(ctx.outdir), {"remote": s.remote_text,
+                                                  "reachable": reachable, "dead": dead})
+        return reachable
 
 
 def probe(entry: str, timeout: float = 2.0) -> str | None:
@@ -230,8 +250,8 @@ def _redis_ping(sock) -> str | None:
 
 
 def begin(ctx) -> None:
-    """Before the plan runs: an empty stats log for this build, and the remote checked once.
-    A dead remote is one warning and a local-only build, never a failed one."""
+    """Before the plan runs: ccache is there, and this build starts with empty stats logs and
+    no remote state (the remote is checked by the first compiling step, see _reachable)."""
     s = settings(ctx.values, ctx.outdir / ".config")
     if s.enabled and shutil.which("ccache") is None:      # before anything runs, not mid-plan
         raise SeedfwError("command not found: ccache (run 'invoke setup', or set CONFIG_CCACHE=n)")
@@ -240,19 +260,7 @@ def begin(ctx) -> None:
     for old in log.parent.glob("stats-*.log"):         # parts of an earlier build
         old.unlink()
     log.write_bytes(b"")
-    reachable, dead = [], {}
-    if s.enabled:
-        for entry in s.remote:
-            why = probe(entry)
-            if why is None:
-                reachable.append(entry)
-            else:
-                dead[entry] = why
-    for entry, why in dead.items():
-        ctx.progress(f"  ccache: warning: remote storage {entry} does not answer ({why}); "
-                     "building with the local cache only")
-    util.write_json(_state_file(ctx.outdir), {"remote": s.remote_text, "reachable": reachable,
-                                              "dead": dead})
+    _state_file(ctx.outdir).unlink(missing_ok=True)
 
 
 def parse_stats_log(text: str) -> dict[str, int]:
@@ -299,7 +307,8 @@ def finish(ctx) -> dict | None:
         return None
     errors = counts.get("remote_storage_error", 0) + counts.get("remote_storage_timeout", 0)
     if errors and state["reachable"]:
-        # begin() found it alive: it went away (or failed) during the build. Once, here.
+        # It answered when the first step compiled: it went away (or failed) during the
+        # build. Once, here.
         ctx.progress(f"  ccache: warning: remote storage {' '.join(state['reachable'])} failed "
                      f"during the build ({errors} compile(s) could not reach it); those used "
                      "the local cache only, the images are unaffected")
