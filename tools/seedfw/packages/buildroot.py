@@ -128,7 +128,7 @@ class BuildrootPackage(Package):
             # drop it so the agent's current sources are built (seconds).
             make.run(root, out, ["seedfw-agent-dirclean"], step.log, say, env)
         say(f"building in {out} (log: {step.log}); a cold build takes about 4 minutes, "
-            "about 2.5 with a warm ccache (README: Compiler cache)")
+            "about 2.5 with a warm ccache (docs/ccache.md)")
         progress = make.run(root, out, [f"BR2_JLEVEL={ctx.make_jobs}"], step.log, say, env)
         say(progress.summary())
         files = {}

@@ -102,6 +102,8 @@ def build_report(outdir, baseline=None, counters=None, board: str | None = None)
 
 
 def _images(rows, note) -> dict:
+    """Section "images": every file in <out>/images/ with its format, size (computed: file
+    size) and sha256, and whether the sha256 matches manifest.json's entry."""
     if rows is None:
         return unavailable(note)
     items = []
@@ -115,6 +117,8 @@ def _images(rows, note) -> dict:
 
 
 def _elfs(paths, outdir) -> dict:
+    """Section "elfs": per target ELF its sections, load segments, ROM/RAM totals and largest
+    symbols, read from the ELF headers (computed), as `invoke stats` prints them."""
     if not paths:
         return unavailable(inputs.not_available("no target ELF files found in the output "
                                                 "directory"))
@@ -136,6 +140,9 @@ def _elfs(paths, outdir) -> dict:
 
 
 def _compression(rows, summary, note) -> dict:
+    """Section "compression": per compressed section (compression.json) the raw size, the
+    container without and with the dictionary, the dictionary's stored bytes and the net gain
+    (computed from the containers the build wrote)."""
     if rows is None:
         return unavailable(note)
     src = "compression.json"
@@ -170,6 +177,8 @@ def _compression(rows, summary, note) -> dict:
 
 
 def _deltas(outdir, images_rows, elf_paths, baseline) -> dict:
+    """Section "deltas": size changes of images and ELF sections against a baseline output
+    directory (`invoke report --baseline DIR`); unavailable without one."""
     if baseline is None:
         return unavailable(inputs.not_available("no baseline given (--baseline DIR)"))
     baseline = Path(baseline)
@@ -208,6 +217,10 @@ def _deltas(outdir, images_rows, elf_paths, baseline) -> dict:
 
 def _bandwidth(outdir, config, manifest, images_rows, comp_rows, comp_summary,
                counters, board) -> dict:
+    """Section "bandwidth": bytes read from storage at boot and what they expand to
+    (computed), decompression cycles (estimated, or measured by bench/lz4_speed.py on this
+    host), model DDR traffic per inference (estimated) and counters read back (measured, with
+    their provenance)."""
     cpb = inputs.read_decompress_speed(outdir)
     # read_decompress_speed calls a figure measured only for a benchmark run (bench/
     # lz4_speed.py) on this host: that is its provenance unless it gives its own.
