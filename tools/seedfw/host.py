@@ -124,6 +124,8 @@ NEEDS: list[Need] = [
          "kernel's rk3588-rock-5b.dtb; boot: the same on QEMU's DT for a direct OS boot"),
     Need("bmaptool", "bmap-tools", "build: .bmap of the disk image; flash: sdcard runner"),
     Need("fdtget", "device-tree-compiler", "test: reserved-memory node of U-Boot's DT"),
+    # The manual and the HTML reports, as a reader sees them (tests/test_docs.py, test_tune_html.py)
+    Need("chromium", "chromium", "test: the manual and tune/report.html rendered headless"),
 ]
 
 

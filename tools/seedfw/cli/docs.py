@@ -1,0 +1,46 @@
+"""The manual: `invoke docs` builds docs/ with MkDocs (Material theme) into output/site/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from . import command
+from ..errors import SeedfwError
+from ..paths import ROOT
+
+__all__ = ["docs"]
+
+
+def mkdocs_command(check: bool = False, serve: bool = False, port: int = 8000) -> list[str]:
+    """The mkdocs command line; the generated reference is written by the mkdocs.yml hook."""
+    if serve:
+        return [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}"]
+    return [sys.executable, "-m", "mkdocs", "build"] + (["--strict"] if check else [])
+
+
+@command(help={"check": "strict build (what CI runs): a broken link, anchor or un-navigated "
+                        "page fails it",
+               "serve": "serve on 127.0.0.1 and rebuild when a page changes",
+               "port": "port for --serve (default 8000)"})
+def docs(c, check=False, serve=False, port=8000):
+    """Build the manual (docs/) into output/site/.
+
+    The reference pages (plug-ins, Kconfig options, task help, report schema) are generated
+    into docs/reference/ by tools/seedfw/docsgen.py on every build."""
+    try:
+        import material  # noqa: F401  (the theme: mkdocs alone would fail later, less clearly)
+        import mkdocs  # noqa: F401
+    except ImportError:
+        raise SeedfwError("mkdocs-material is not installed (run: python3 -m pip install -e "
+                          "'.[docs]')", ROOT / "pyproject.toml", "docs") from None
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools"),
+                                                        os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(mkdocs_command(check, serve, port), cwd=ROOT, env=env)
+    if proc.returncode:
+        raise SeedfwError(f"mkdocs failed (exit {proc.returncode}; its warnings are above)",
+                          ROOT / "mkdocs.yml", "--check" if check else "build")
+    if not serve:
+        print(f"manual: {os.path.relpath(ROOT / 'output' / 'site' / 'index.html')}")
