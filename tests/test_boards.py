@@ -23,7 +23,9 @@ def test_three_boards():
 def test_invoke_boards_lists_three(tmp_path):
     p = invoke("boards")
     assert p.returncode == 0
-    assert [l.split()[0] for l in p.stdout.splitlines()] == ["mps2-an385", "qemu-aarch64", "rk3588"]
+    # one record per board: its name starts the record, the description follows indented
+    assert [l.split()[0] for l in p.stdout.splitlines() if not l.startswith(" ")] == [
+        "mps2-an385", "qemu-aarch64", "rk3588"]
     items = json.loads(invoke("boards", "--json").stdout)
     assert {b["name"]: b["arch"] for b in items} == {
         "mps2-an385": "armv7m", "qemu-aarch64": "aarch64", "rk3588": "aarch64"}

@@ -316,8 +316,15 @@ def test_invoke_models_prints_synthetic():
 
     proc = invoke("models", "--board", "rk3588")
     assert proc.returncode == 0, proc.stderr
-    lines = {l.split()[0]: l for l in proc.stdout.splitlines() if l and not l.startswith(
-        ("warning", "4 models"))}
+    lines = {}                      # one record per model: its first line, then indented lines
+    for l in proc.stdout.splitlines():
+        if l.startswith(("warning", "4 models")):
+            continue
+        if l.startswith(" "):
+            lines[name] += "\n" + l
+        else:
+            name = l.split()[0]
+            lines[name] = l
     for name in ("yolov8s", "mobilenet_v2", "face_detect"):
         assert "SYNTHETIC filler" in lines[name], lines[name]
     assert "SYNTHETIC" not in lines["labels"]

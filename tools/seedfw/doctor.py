@@ -132,13 +132,14 @@ def run_checks(needs: list[Need] | None = None) -> list[Check]:
     return checks
 
 
-def table(checks: list[Check]) -> str:
-    rows = [("", "what", "package", "needed for")]
-    for c in checks:
-        rows.append(("ok" if c.ok else "MISSING", c.found or c.need.what, c.need.package, c.need.why))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}"
-                     for r in rows)
+def table(checks: list[Check], cols: int | None = None) -> str:
+    """Aligned columns when they fit the terminal, else one record per check (what, then its
+    package and what it is needed for), so nothing wraps mid-cell at 80 columns or in a pipe."""
+    from . import textout
+    rows = [("ok" if c.ok else "MISSING", c.found or c.need.what, c.need.package, c.need.why)
+            for c in checks]
+    return textout.table(rows, ("", "what", "package", "needed for"), first=2,
+                         labels=("package",), cols=cols)
 
 
 def missing_packages(checks: list[Check]) -> list[str]:

@@ -7,7 +7,7 @@ import os
 import sys
 
 from . import command
-from .. import boards, config as kcfg, explain as kexplain
+from .. import boards, config as kcfg, explain as kexplain, textout
 from ..errors import SeedfwError
 
 __all__ = ["config", "menuconfig", "savedefconfig", "boards_"]
@@ -83,5 +83,5 @@ def boards_(c, json=False, check=None):
     if json:
         print(jsonlib.dumps(items, indent=2))
         return
-    for b in items:
-        print(f"{b['name']:<14} {b['soc']:<12} {b['arch']:<8} {b['description']}")
+    print(textout.table([(b["name"], b["soc"], b["arch"], b["description"]) for b in items],
+                        first=3))

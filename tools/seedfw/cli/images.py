@@ -10,7 +10,7 @@ from pathlib import Path
 from invoke.exceptions import Exit
 
 from . import command
-from .. import boards, dvfs as dvfs_mod, models as models_mod
+from .. import boards, dvfs as dvfs_mod, models as models_mod, textout
 from ..errors import SeedfwError
 from ..images import inspect as inspect_mod
 
@@ -79,14 +79,16 @@ def models(c, board=None, manifest=None):
     b = boards.get(board) if board else None
     path = Path(manifest) if manifest else b.dir / "models.yaml"
     ms = models_mod.load_manifest(path, partition_size=b.image["partition_size"] if b else None)
+    rows = []
     for m in ms:
-        extra = ""
+        framing = None
         if m.rknn is not None:
-            extra = " encrypted" if m.encrypted else f" rknn v{m.rknn.version:#x}"
-        if m.synthetic:
-            extra += f"  SYNTHETIC filler ({m.synthetic})"
-        print(f"{m.name:16} {m.type:5} {m.size:>9} B  align {m.alignment:<5} {m.compression:4} "
-              f"{m.sha256}{extra}")
+            framing = "encrypted" if m.encrypted else f"rknn v{m.rknn.version:#x}"
+        rows.append((m.name, m.type, f"{m.size:>9} B", f"align {m.alignment}", m.compression,
+                     m.sha256, framing, f"SYNTHETIC filler ({m.synthetic})" if m.synthetic
+                     else None))
+    print(textout.table([tuple(c or "" for c in r) for r in rows], first=5,
+                        labels=("sha256",)))
     print(f"{len(ms)} models, {sum(m.stored_size for m in ms)} bytes stored; "
           f"{os.path.relpath(path)} ok")
     summary = models_mod.synthetic_summary(ms)

@@ -291,15 +291,33 @@ def render(report: Report, console=None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from .. import textout
+
     console = console or Console()
-    table = Table(title=f"{report.path.name} ({report.format})")
-    for col, kw in (("name", {}), ("type", {}), ("size", {"justify": "right"}),
-                    ("stored", {"justify": "right"}), ("hash", {}), ("ok", {}), ("detail", {})):
-        table.add_column(col, **kw)
-    for r in report.rows:
-        table.add_row(r.name, r.type, str(r.size), str(r.stored_size), r.hash_algo,
-                      "[green]ok[/green]" if r.hash_ok else "[bold red]BAD[/bold red]", r.detail)
-    console.print(table)
+    cells = [(r.name, r.type, str(r.size), str(r.stored_size), r.hash_algo,
+              "ok" if r.hash_ok else "BAD", r.detail) for r in report.rows]
+    header = ("name", "type", "size", "stored", "hash", "ok", "detail")
+    # The boxed table only when it fits whole (3 columns of borders and padding per cell);
+    # narrower, or piped, one record per entry so no cell is ever cut or wrapped.
+    if textout.natural_width(cells, header) + 3 * len(header) + 1 - 2 * (len(header) - 1) \
+            > console.width:
+        console.print(f"{report.path.name} ({report.format})", markup=False, highlight=False)
+        records = textout.records(
+            [(c[5], c[0], c[1], c[2], c[3], c[4], c[6]) for c in cells], first=2,
+            labels=(None, "size", "stored", "hash", None), cols=console.width)
+        for line in records:
+            style = "bold red" if line.startswith("BAD") else None
+            console.print(line, markup=False, highlight=False, style=style, soft_wrap=True)
+    else:
+        table = Table(title=f"{report.path.name} ({report.format})")
+        for col, kw in (("name", {}), ("type", {}), ("size", {"justify": "right"}),
+                        ("stored", {"justify": "right"}), ("hash", {}), ("ok", {}),
+                        ("detail", {})):
+            table.add_column(col, **kw)
+        for c in cells:
+            table.add_row(*map(escape, c[:5]), "[green]ok[/green]" if c[5] == "ok"
+                          else "[bold red]BAD[/bold red]", escape(c[6]))
+        console.print(table)
     for note in report.notes:
         # the synthetic-model note is a warning a reader must not skim past
         if "SYNTHETIC" in note:
