@@ -45,7 +45,9 @@ def _outputs(board: str, output: str | None) -> list[tuple[str, Path | None]]:
                            "images instead of an error (CI of forks; invoke flash refuses them)",
 })
 def build(c, board=None, output=None, fragment=None, jobs=0, strict=False, allow_missing_blobs=False):
-    """Build a board's firmware (TF-A, payload, MCU) into <out>/images with stamps, logs and a manifest."""
+    """Build a board's firmware into <out>/images.
+
+    Build a board's firmware (TF-A, payload, MCU) into <out>/images with stamps, logs and a manifest."""
     from rich.console import Console   # rich and the build machinery: only when building
 
     from .. import build as build_mod
@@ -110,7 +112,9 @@ def _models_line(result) -> str | None:
                "until": "regular expression: stop with success once a UART line matches it "
                         "(overrides board.yaml qemu.ready)"})
 def run(c, board=None, output=None, timeout=30.0, until=None):
-    """Boot a built board in QEMU; stream the UART to the terminal and <out>/logs/run.log."""
+    """Boot a built board in QEMU and stream its UART.
+
+    Boot a built board in QEMU; stream the UART to the terminal and <out>/logs/run.log."""
     name = default_board(board)
     if name == "all":
         raise SeedfwError("'run' takes one board, not 'all'")
@@ -145,7 +149,9 @@ def _check_output_dir(outdir: Path) -> bool:
 
 @command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP})
 def clean(c, board=None, output=None):
-    """Remove build trees, stamps, images and manifest (keeps .config, logs and the download cache)."""
+    """Remove build trees, stamps and images (keeps .config).
+
+    Remove build trees, stamps, images and manifest (keeps .config, logs and the download cache)."""
     for name, out in _outputs(default_board(board), output):
         outdir = output_dir(name, out)
         if not _check_output_dir(outdir):
@@ -159,7 +165,9 @@ def clean(c, board=None, output=None):
 
 @command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP})
 def distclean(c, board=None, output=None):
-    """Remove a board's whole output directory (the download cache stays)."""
+    """Remove a board's whole output directory.
+
+    Remove a board's whole output directory (the download cache stays)."""
     for name, out in _outputs(default_board(board), output):
         outdir = output_dir(name, out)
         if not _check_output_dir(outdir):

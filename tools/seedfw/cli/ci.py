@@ -26,7 +26,9 @@ BENCH = ROOT / "bench" / "qemu-bench.yaml"
                "jobs": "jobs in total for the builds, which run all boards at once (default: "
                        "number of cores)"})
 def ci(c, output=None, baseline=None, jobs=0):
-    """Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports and print the summary."""
+    """Build, boot and flash-check every board; write reports.
+
+    Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports and print the summary."""
     from rich.console import Console
 
     from .. import multibuild, qemu

@@ -48,7 +48,9 @@ def _dictionary(elf: str, dict_path, dict_size: int, train_from, resident):
 })
 def compress(c, elf, section=None, block_size=65536, level=12, dict=None, dict_size=2048,
              train_from=None, resident=None, output=None):
-    """Compress ELF sections into LZ4 block containers; print raw/no-dict/dict sizes and net gain."""
+    """Compress ELF sections into LZ4 block containers.
+
+    Compress ELF sections into LZ4 block containers; print raw/no-dict/dict sizes and net gain."""
     from ..compress.dictionary import Dictionary
     from ..compress.sections import compress_elf_sections, format_table, write_report
     from ..compress.train import corpus_from_elfs
@@ -78,7 +80,9 @@ def compress(c, elf, section=None, block_size=65536, level=12, dict=None, dict_s
     "out": "dictionary file to write (a <out>.json sidecar records the corpus)",
 })
 def train_dict(c, out, elf=None, uboot_qemu=False, section=None, size=2048):
-    """Train an LZ4 dictionary from other images' sections; write it and a provenance sidecar."""
+    """Train an LZ4 dictionary from other images' sections.
+
+    Train an LZ4 dictionary from other images' sections; write it and a provenance sidecar."""
     from ..compress.train import train_project_dictionary
 
     side = train_project_dictionary([Path(e) for e in elf or []], section or [".rodata"],

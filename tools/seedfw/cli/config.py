@@ -35,7 +35,9 @@ def print_warnings(cfg) -> None:
     "explain": "print SYMBOL's value, where it was set, and the dependencies that allow or block it",
 })
 def config(c, board=None, output=None, fragment=None, strict=False, explain=None):
-    """Configure a board: defconfig + fragments + your menuconfig changes -> .config, autoconf.h, config.json."""
+    """Configure a board: defconfig + fragments -> .config.
+
+    Configure a board: defconfig + fragments + your menuconfig changes -> .config, autoconf.h, config.json."""
     board = default_board(board)
     if explain:
         cfg = kcfg.resolve(board, output, fragment or (), strict)
@@ -48,7 +50,9 @@ def config(c, board=None, output=None, fragment=None, strict=False, explain=None
 
 @command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP})
 def menuconfig(c, board=None, output=None):
-    """Edit a board's configuration in kconfiglib's terminal menuconfig; changes persist as user.fragment."""
+    """Edit a board's configuration in a terminal menu.
+
+    Edit a board's configuration in kconfiglib's terminal menuconfig; changes persist as user.fragment."""
     import menuconfig as kmenu
 
     board = default_board(board)
@@ -65,7 +69,9 @@ def menuconfig(c, board=None, output=None):
 @command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP,
                "to": "where to write the minimal defconfig (default <output>/defconfig)"})
 def savedefconfig(c, board=None, output=None, to=None):
-    """Write a minimal defconfig of the current configuration (only what differs from defaults)."""
+    """Write a minimal defconfig of the current configuration.
+
+    Write a minimal defconfig of the current configuration (only what differs from defaults)."""
     board = default_board(board)
     path = kcfg.savedefconfig(board, output, to)
     print(f"wrote {os.path.relpath(path)}")
@@ -74,7 +80,9 @@ def savedefconfig(c, board=None, output=None, to=None):
 @command(name="boards", help={"json": "print JSON for machines",
                               "check": "validate a board.yaml file (e.g. a new board) and print its summary"})
 def boards_(c, json=False, check=None):
-    """List the boards: name, SoC, architecture and a one-line description."""
+    """List the boards: name, SoC, architecture, description.
+
+    List the boards: name, SoC, architecture and a one-line description."""
     if check:
         b = boards.load_file(check)
         print(f"{check}: ok ({b.name}, {b.soc}, {b.arch})")

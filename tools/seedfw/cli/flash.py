@@ -30,7 +30,9 @@ __all__ = ["flash", "bench", "counters"]
 })
 def flash(c, board, probe=None, image=None, bench=None, output=None, target=None, verify=True,
           loader=None, sector=None, to=None):
-    """Program an image into a board through its flash runner, then verify it (read back)."""
+    """Program an image into a board, then read it back.
+
+    Program an image into a board through its flash runner, then verify it (read back)."""
     from .. import boards
     from ..flash import runner_class
     from ..flash.image_checks import check_image_board, check_image_signature, default_loader, find_image
@@ -95,7 +97,9 @@ def bench(c, bench=None, check=False, json_=False):
 })
 def counters(c, board, probe=None, elf=None, output=None, flash_first=False, bench=None, recorded=None,
              map_=None, json_=False):
-    """Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
+    """Read a board's counters and say where they came from.
+
+    Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
     from .. import boards
     from ..counters import source_class
     from ..counters.readback import read_dfi, read_stats_block

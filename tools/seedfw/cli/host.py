@@ -15,7 +15,9 @@ __all__ = ["doctor", "setup", "test"]
 
 @command(help={"no_update": "skip 'apt-get update' before installing"})
 def setup(c, no_update=False):
-    """Install the host packages (cross-compilers, QEMU, dtc, mkimage, lz4, clang) with apt, then
+    """Install the host packages with apt, then run the doctor.
+
+    Install the host packages (cross-compilers, QEMU, dtc, mkimage, lz4, clang) with apt, then
     run the doctor."""
     installed = host.setup(update=not no_update)
     print(f"installed: {' '.join(installed)}" if installed else "host packages: all present")
@@ -26,7 +28,9 @@ def setup(c, no_update=False):
                "config": "a .config whose CONFIG_CCACHE_REMOTE_STORAGE to check (repeatable; "
                          "default: output/*/.config in the tree)"}, iterable=["config"])
 def doctor(c, quiet=False, config=None):
-    """Check every host program and file the tasks use (and QEMU's firmware files for our boards),
+    """Check every host program and file the tasks use.
+
+    Check every host program and file the tasks use (and QEMU's firmware files for our boards),
     and ccache's remote back-end when a configuration names a remote."""
     _doctor(quiet, config)
 
@@ -54,7 +58,9 @@ def _doctor(quiet: bool, configs=None) -> None:
                "k": "only tests matching this expression (pytest -k)",
                "x": "stop at the first failure"})
 def test(c, fast=False, k=None, x=False):
-    """Run the test suite (pytest); --fast skips the slow end-to-end tests."""
+    """Run the test suite; --fast skips the slow tests.
+
+    Run the test suite (pytest); --fast skips the slow end-to-end tests."""
     args = [sys.executable, "-m", "pytest"]
     if fast:
         args += ["-m", "not slow"]

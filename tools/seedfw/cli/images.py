@@ -21,7 +21,9 @@ __all__ = ["inspect", "dvfs", "models"]
                "json": "print JSON for machines instead of the table",
                "key": "public-key DTB (mkimage -K output, <board>-pubkey.dtb): verify FIT signatures"})
 def inspect(c, image, json=False, key=None):
-    """Read a FIT or boot package back, verify every hash, print a table; exit 1 if any hash fails."""
+    """Read an image back and verify every hash in it.
+
+    Read a FIT or boot package back, verify every hash, print a table; exit 1 if any hash fails."""
     report = inspect_mod.inspect(image, key)
     if json:
         print(jsonlib.dumps({"path": str(report.path), "format": report.format, "ok": report.ok,
@@ -43,7 +45,9 @@ def inspect(c, image, json=False, key=None):
     "output": "write dvfs.bin, opp.dts/.dtb and dvfs_table.h into OUTPUT/dvfs/",
 })
 def dvfs(c, board=None, file=None, profile="balanced", output=None):
-    """Validate a board's DVFS table and print its domains, OPPs and profiles (or write the outputs)."""
+    """Validate a board's DVFS table and print or write it.
+
+    Validate a board's DVFS table and print its domains, OPPs and profiles (or write the outputs)."""
     board = board or os.environ.get("SEEDFW_BOARD")
     if not board and not file:
         raise SeedfwError("no board given (use --board NAME or --file dvfs.yaml)")
@@ -72,7 +76,9 @@ def dvfs(c, board=None, file=None, profile="balanced", output=None):
     "manifest": "check this models.yaml instead of board/<board>/models.yaml",
 })
 def models(c, board=None, manifest=None):
-    """Check a model manifest (RKNN/ONNX framing, sizes, partition limit) and print each blob's sha256."""
+    """Check a model manifest and print each blob's sha256.
+
+    Check a model manifest (RKNN/ONNX framing, sizes, partition limit) and print each blob's sha256."""
     board = board or os.environ.get("SEEDFW_BOARD")
     if not board and not manifest:
         raise SeedfwError("no board given (use --board NAME or --manifest models.yaml)")

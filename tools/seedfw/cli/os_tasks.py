@@ -19,7 +19,9 @@ __all__ = ["buildroot", "mirror", "boot", "legal"]
 
 @command(help={"board": "board name", "output": "output directory (default output/<board>/)"})
 def buildroot(c, board=None, output=None):
-    """Run Buildroot's make in a built board's Buildroot output dir: invoke buildroot -- ARGS.
+    """Run Buildroot's make in a built board's output dir.
+
+    Run Buildroot's make in a built board's Buildroot output dir: invoke buildroot -- ARGS.
 
     e.g. `invoke buildroot --board qemu-aarch64 -- menuconfig`, `-- busybox-menuconfig`,
     `-- legal-info`, `-- show-info`. The same tree, external tree, toolchain and host tar as
@@ -50,7 +52,9 @@ def buildroot(c, board=None, output=None):
 
 @command
 def mirror(c):
-    """Fill Buildroot's offline download dir: Debian origs checked against Buildroot's .hash files,
+    """Fill Buildroot's offline download directory.
+
+    Fill Buildroot's offline download dir: Debian origs checked against Buildroot's .hash files,
     plus the source overrides; list both."""
     from ..buildroot import mirror as brmirror, tree
 
@@ -70,7 +74,9 @@ def mirror(c):
 @command(help={"board": "board name", "output": "output directory (default output/<board>/)",
                "timeout": "seconds the OS has to print the agent's report and power off (90)"})
 def boot(c, board=None, output=None, timeout=90.0):
-    """Boot the built OS in QEMU (Debian kernel + Buildroot initramfs + agent); check the agent's report."""
+    """Boot the built OS in QEMU and check the agent's report.
+
+    Boot the built OS in QEMU (Debian kernel + Buildroot initramfs + agent); check the agent's report."""
     from .. import boards
     from ..buildroot import boot as osboot
 
@@ -83,7 +89,9 @@ def boot(c, board=None, output=None, timeout=90.0):
 
 @command(help={"board": "board name", "output": "output directory (default output/<board>/)"})
 def legal(c, board=None, output=None):
-    """Licence bundle + CycloneDX SBOM of the whole firmware: Buildroot's legal-info plus TF-A,
+    """Write the licence bundle and SBOM of the whole firmware.
+
+    Licence bundle + CycloneDX SBOM of the whole firmware: Buildroot's legal-info plus TF-A,
     U-Boot, rkbin blobs and the kernel package, in <out>/legal/."""
     from .. import config as kcfg
     from ..buildroot import legal as brlegal

@@ -82,7 +82,9 @@ def _targets(target: str, output):
     "diff": "baseline to compare with: an ELF, a stats JSON, or an output directory",
 })
 def stats(c, target, output=None, top=10, json=False, diff=None):
-    """ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
+    """Print ELF section, segment and symbol sizes.
+
+    ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
     from .. import stats as elfstats, stats_diff, util
     top = int(top)
     files, outdir = _targets(target, output)
@@ -116,7 +118,9 @@ def stats(c, target, output=None, top=10, json=False, diff=None):
     "counters": "counters JSON from 'invoke counters --json': shown as measured figures",
 })
 def report(c, board=None, output=None, baseline=None, counters=None):
-    """Write <output>/report/: report.json (schema seedfw-report/1), report.md, report.html."""
+    """Write <out>/report/: report.json, report.md, report.html.
+
+    Write <output>/report/: report.json (schema seedfw-report/1), report.md, report.html."""
     from .. import boards, paths
     from ..report import build_report, write_report
     board = _board(board)

@@ -25,7 +25,9 @@ __all__ = ["fuzz", "keys"]
                  "(repeatable; default: every board under output/)",
 })
 def fuzz(c, target=None, seconds=10, jobs=1, corpus=None, list_=False, max_len=0, seed_from=None):
-    """Build a libFuzzer target (clang-14, ASan+UBSan), seed it from real data, run it, report."""
+    """Build and run a libFuzzer target of a boot-time parser.
+
+    Build a libFuzzer target (clang-14, ASan+UBSan), seed it from real data, run it, report."""
     from .. import fuzz as fuzz_mod
 
     if list_:
@@ -107,7 +109,9 @@ def new_keys(directory: str | Path, name: str = "dev", bits: int = 2048) -> dict
     "bits": "RSA modulus size: 2048 (default), 3072 or 4096",
 })
 def keys(c, new=None, name="dev", bits=2048):
-    """Create an RSA key pair and self-signed certificate for signing FIT images (mkimage -k)."""
+    """Create an RSA key pair and certificate for FIT signing.
+
+    Create an RSA key pair and self-signed certificate for signing FIT images (mkimage -k)."""
     if not new:
         raise SeedfwError("give the directory for the new key pair: --new DIR", field="--new")
     paths = new_keys(new, name, int(bits))

@@ -39,7 +39,9 @@ __all__ = ["tune"]
 def tune(c, board=None, output=None, trials=20, objectives=None, space=None, storage=None,
          resume=False, worker=False, sampler="tpe", seed=None, export=None, trial=None, jobs=0,
          timeout=30.0, keep_builds=False):
-    """Search the build options for the Pareto front of storage, boot cost and decoder size."""
+    """Search the build options for the Pareto front.
+
+    Search the build options for the Pareto front of storage, boot cost and decoder size."""
     name = default_board(board)
     if name == "all":
         raise SeedfwError("'tune' takes one board, not 'all'", None, "--board")
