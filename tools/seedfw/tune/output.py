@@ -5,6 +5,7 @@ from this process's trials), so each worker of a shared study writes the same, c
 from __future__ import annotations
 
 import html
+import math
 from pathlib import Path
 
 from .. import util
@@ -97,71 +98,186 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def svg(doc: dict, width: int = 560, height: int = 360) -> str:
-    """Scatter of the first two objectives: every complete trial grey, the front in red joined
-    by its staircase, the defconfig's point ringed and labelled."""
+def _ticks(lo, hi, n: int = 5) -> list:
+    """About n round tick values covering [lo, hi] (1/2/5 steps)."""
+    span = (hi - lo) or abs(hi) or 1
+    raw = span / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    out, v = [], first
+    while v <= hi + step * 1e-9:
+        out.append(int(v) if float(v).is_integer() else round(v, 6))
+        v += step
+    return out or [lo]
+
+
+def svg(doc: dict, width: int = 900, height: int = 560) -> str:
+    """Scatter of the first two objectives: every complete trial one mark (grey; the front in
+    red, joined by its staircase), the defconfig's point ringed and labelled."""
     objs = doc["objectives"][:2]
     pts = [(t["number"], t["objectives"][objs[0]["name"]], t["objectives"][objs[-1]["name"]])
            for t in doc["trials"] if t["state"] == "COMPLETE" and t["objectives"]]
     if not pts:
-        return "<p>No complete trial to plot.</p>"
-    pad = 60
+        return '<p class="na">No complete trial to plot.</p>'
+    left, right, top, bottom = 90, 30, 20, 60
     xs, ys = [p[1] for p in pts], [p[2] for p in pts]
-    x0, x1 = min(xs), max(xs) or 1
-    y0, y1 = min(ys), max(ys) or 1
-    sx = lambda v: pad + (v - x0) / ((x1 - x0) or 1) * (width - 2 * pad)
-    sy = lambda v: height - pad - (v - y0) / ((y1 - y0) or 1) * (height - 2 * pad)
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    padx, pady = ((x1 - x0) or abs(x1) or 1) * 0.05, ((y1 - y0) or abs(y1) or 1) * 0.05
+    x0, x1, y0, y1 = x0 - padx, x1 + padx, y0 - pady, y1 + pady
+    sx = lambda v: left + (v - x0) / (x1 - x0) * (width - left - right)  # noqa: E731
+    sy = lambda v: height - bottom - (v - y0) / (y1 - y0) * (height - top - bottom)  # noqa: E731
+    e = html.escape
     front = set(doc["front"])
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="Pareto front">',
-             f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
-             f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="black"/>',
-             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="black"/>',
-             f'<text x="{width / 2}" y="{height - 20}" text-anchor="middle" font-size="12">'
-             f'{html.escape(objs[0]["name"])} ({objs[0]["unit"]}, {html.escape(objs[0]["kind"])})</text>',
-             f'<text x="15" y="{height / 2}" font-size="12" text-anchor="middle" '
-             f'transform="rotate(-90 15 {height / 2})">{html.escape(objs[-1]["name"])} '
-             f'({objs[-1]["unit"]}, {html.escape(objs[-1]["kind"])})</text>']
-    for v, anchor in ((x0, "start"), (x1, "end")):
-        parts.append(f'<text x="{sx(v):.1f}" y="{height - pad + 15}" font-size="10" '
-                     f'text-anchor="{anchor}">{v:,}</text>')
-    for v in (y0, y1):
-        parts.append(f'<text x="{pad - 4}" y="{sy(v):.1f}" font-size="10" text-anchor="end">{v:,}</text>')
+    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} '
+             f'{height}" role="img" aria-label="Trials and Pareto front">',
+             f'<rect x="{left}" y="{top}" width="{width - left - right}" '
+             f'height="{height - top - bottom}" fill="#fafafa" stroke="#888"/>']
+    for v in _ticks(x0, x1):
+        if x0 <= v <= x1:
+            parts.append(f'<line x1="{sx(v):.1f}" y1="{top}" x2="{sx(v):.1f}" '
+                         f'y2="{height - bottom}" stroke="#e3e3e3"/><text x="{sx(v):.1f}" '
+                         f'y="{height - bottom + 16}" text-anchor="middle">{_fmt(v)}</text>')
+    for v in _ticks(y0, y1):
+        if y0 <= v <= y1:
+            parts.append(f'<line x1="{left}" y1="{sy(v):.1f}" x2="{width - right}" '
+                         f'y2="{sy(v):.1f}" stroke="#e3e3e3"/><text x="{left - 6}" '
+                         f'y="{sy(v) + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
+    parts += [f'<text x="{left + (width - left - right) / 2}" y="{height - 18}" '
+              f'text-anchor="middle" font-weight="bold">{e(objs[0]["name"])} '
+              f'({e(objs[0]["unit"])}, {e(objs[0]["kind"])})</text>',
+              f'<text x="16" y="{top + (height - top - bottom) / 2}" text-anchor="middle" '
+              f'font-weight="bold" transform="rotate(-90 16 {top + (height - top - bottom) / 2})">'
+              f'{e(objs[-1]["name"])} ({e(objs[-1]["unit"])}, {e(objs[-1]["kind"])})</text>']
     stairs = sorted((p for p in pts if p[0] in front), key=lambda p: (p[1], p[2]))
     if len(stairs) > 1:
         path = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for _, a, b in stairs)
         parts.append(f'<polyline class="front" points="{path}" fill="none" stroke="#d62728" '
                      'stroke-dasharray="4 3"/>')
-    for n, a, b in pts:
+    for n, a, b in sorted(pts, key=lambda p: p[0] in front):     # the front drawn on top
         on = n in front
-        parts.append(f'<circle class="{"front" if on else "trial"}" cx="{sx(a):.1f}" cy="{sy(b):.1f}" '
-                     f'r="{5 if on else 3.5}" fill="{"#d62728" if on else "#999"}">'
-                     f'<title>trial #{n}: {a:,} / {b:,}</title></circle>')
+        parts.append(f'<circle class="{"front" if on else "trial"}" data-trial="{n}" '
+                     f'cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="{6 if on else 4}" '
+                     f'fill="{"#d62728" if on else "#9a9a9a"}" fill-opacity="0.85">'
+                     f'<title>trial #{n}: {objs[0]["name"]} {_fmt(a)}, {objs[-1]["name"]} '
+                     f'{_fmt(b)}{" (Pareto front)" if on else ""}</title></circle>')
         if n == doc["default_trial"]:
-            parts.append(f'<circle class="default" cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="9" '
+            parts.append(f'<circle class="default" cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="11" '
                          f'fill="none" stroke="#1f77b4" stroke-width="2"/>'
-                         f'<text x="{sx(a) + 11:.1f}" y="{sy(b) - 8:.1f}" font-size="11" '
-                         f'fill="#1f77b4">defconfig</text>')
+                         f'<text x="{sx(a) + 14:.1f}" y="{sy(b) - 10:.1f}" fill="#1f77b4">'
+                         f'defconfig (#{n})</text>')
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-def html_page(doc: dict, md: str) -> str:
-    body = f"<pre>{html.escape(md)}</pre>"
-    more = "" if len(doc["objectives"]) <= 2 else (
-        f"<p>Plotted: the first two of {len(doc['objectives'])} objectives; the front is "
-        "Pareto-optimal over all of them, so a red point may look dominated in this projection.</p>")
-    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>seedfw tune "
-            f"{html.escape(doc['board'])}</title></head><body>\n<h1>Tuning {html.escape(doc['board'])}"
-            f"</h1>\n<figure>{svg(doc)}<figcaption>Red: Pareto front; grey: other trials; ringed: "
-            f"the defconfig.</figcaption></figure>\n{more}\n{body}\n</body></html>\n")
+TUNE_CSS = """
+body{max-width:1240px}figure.plot figcaption{color:#555;font-size:.9em}
+.legend span{display:inline-block;margin-right:1.2em}.dot{display:inline-block;width:.8em;
+height:.8em;border-radius:50%;margin-right:.3em;vertical-align:middle}
+.params{font-family:ui-monospace,monospace;font-size:.85em;max-width:38em}
+
+"""
+
+
+def html_page(doc: dict) -> str:
+    """tune/report.html: the study, the Pareto front as a table (one row per front trial), every
+    trial on the scatter plot, the failed ones listed; the build report's CSS and table code."""
+    from ..report.html import CSS, _table
+    e = html.escape
+    objs = doc["objectives"]
+    by_number = {t["number"]: t for t in doc["trials"]}
+    default = by_number.get(doc["default_trial"]) if doc["default_trial"] is not None else None
+    ref = (default or {}).get("objectives") or {}
+    states: dict[str, int] = {}
+    for t in doc["trials"]:
+        states[t["state"]] = states.get(t["state"], 0) + 1
+    params = lambda t: e(", ".join(f"{k}={v}" for k, v in sorted(t["params"].items())))  # noqa
+    h = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+         f'<meta name="viewport" content="width=device-width">'
+         f'<title>seedfw tune: {e(doc["board"])}</title><style>{CSS}{TUNE_CSS}</style></head><body>',
+         f'<h1>Tuning {e(doc["board"])}</h1>',
+         "<h2>Study</h2>",
+         _table(["study", ""], [["study", f"<code>{e(doc['study'])}</code>"],
+                           ["storage", e(doc["storage"])], ["sampler", e(doc["sampler"])],
+                           ["trials", e(f"{len(doc['trials'])}: " + ", ".join(
+                               f"{n} {s.lower()}" for s, n in sorted(states.items())))],
+                           ["defconfig", f"trial #{doc['default_trial']}" if default
+                            else "not measured in this study"]]).replace(
+             "<tr><th>study</th><th></th></tr>", "", 1),
+         "<h3>Objectives (all minimised)</h3>",
+         _table(["objective", "unit", "kind", "how"],
+                [[e(o["name"]), e(o["unit"]), f'<span class="kind-{e(o["kind"])}">'
+                  f'{e(o["kind"])}</span>', e(o["how"])] for o in objs])]
+    if doc.get("space"):
+        h += ["<h3>Search space (Kconfig)</h3>",
+              _table(["symbol", "kind", "values"],
+                     [[f"<code>{e(p['name'])}</code>", e(p["kind"]),
+                       e(f"{p['low']}..{p['high']} step {p['step']}" if p["kind"] == "int"
+                         else ", ".join(map(str, p.get("values", []))))]
+                      for p in doc["space"]])]
+    # The front: one row per front trial; twins (same point) say whose point they share.
+    first_of: dict[tuple, int] = {}
+    rows = []
+    for n in doc["front"]:
+        t = by_number[n]
+        vals = t["objectives"]
+        point = tuple(vals.values())
+        twin = first_of.setdefault(point, n)
+        label = f"#{n}" + (" (defconfig)" if n == doc["default_trial"] else "")
+        rows.append([e(label)] + [_fmt(vals[o["name"]]) for o in objs]
+                    + [_ratio(vals[o["name"]], ref.get(o["name"])) for o in objs]
+                    + ["" if twin == n else f"#{twin}", f'<span class="params">{params(t)}'
+                                                        f"</span>"])
+    numeric = set(range(1, 1 + 2 * len(objs)))
+    front_table = _table(["trial"] + [f"{o['name']} ({o['unit']})" for o in objs]
+                         + [f"{o['name']} / defconfig" for o in objs]
+                         + ["same point as", "parameters"], rows, numeric)
+    front_table = front_table.replace("<table>", '<table id="front">', 1)
+    h += ["<h2>Pareto front</h2>",
+          f"<p>{len(first_of)} distinct point(s) from {len(doc['front'])} trial(s). "
+          + (f"Ratios are to the defconfig's point (trial #{doc['default_trial']})."
+             if default and ref else "The defconfig's point was not measured in this study.")
+          + "</p>", front_table]
+    if default and ref and doc["default_trial"] not in doc["front"]:
+        h.append(f"<p>The defconfig (trial #{doc['default_trial']}) is dominated: "
+                 + e(", ".join(f"{o['name']} {_fmt(ref[o['name']])}" for o in objs)) + ".</p>")
+    plotted = sum(1 for t in doc["trials"] if t["state"] == "COMPLETE" and t["objectives"])
+    more = "" if len(objs) <= 2 else (
+        f" Plotted: the first two of {len(objs)} objectives; the front is Pareto-optimal over "
+        "all of them, so a red point may look dominated in this projection.")
+    h += ["<h2>Every trial</h2>",
+          f'<figure class="plot" id="plot-trials" data-plot="trials">{svg(doc)}<figcaption>'
+          f'<span class="legend"><span><i class="dot" style="background:#d62728"></i>Pareto '
+          f'front</span><span><i class="dot" style="background:#9a9a9a"></i>other complete '
+          f'trials</span><span><i class="dot" style="border:2px solid #1f77b4"></i>the '
+          f"defconfig</span></span> {plotted} complete trial(s) plotted; failed trials have no "
+          f"point and are listed below.{e(more)}</figcaption></figure>"]
+    failed = [t for t in doc["trials"] if t["state"] == "FAIL"]
+    if failed:
+        h += ["<h3>Failed trials</h3>",
+              _table(["trial", "why", "parameters"],
+                     [[f"#{t['number']}", e("interrupted" if t.get("interrupted")
+                                            else str(t.get("error"))),
+                       f'<span class="params">{params(t)}</span>'] for t in failed])]
+    all_rows = []
+    for t in doc["trials"]:
+        vals = t["objectives"] or {}
+        all_rows.append([f"#{t['number']}", e(t["state"].lower())
+                         + (" (front)" if t["number"] in doc["front"] else "")
+                         + (" (defconfig)" if t["number"] == doc["default_trial"] else "")]
+                        + [_fmt(vals[o["name"]]) if o["name"] in vals else "–" for o in objs]
+                        + [f'<span class="params">{params(t)}</span>'])
+    h += ["<details><summary>All trials</summary>",
+          _table(["trial", "state"] + [o["name"] for o in objs] + ["parameters"], all_rows,
+                 set(range(2, 2 + len(objs)))), "</details>", "</body></html>\n"]
+    return "\n".join(h)
 
 
 def write_all(doc: dict, tune_dir: Path) -> list[Path]:
     md = markdown(doc)
     return [util.write_json(tune_dir / "tune.json", doc),
             util.write_text(tune_dir / "report.md", md),
-            util.write_text(tune_dir / "report.html", html_page(doc, md))]
+            util.write_text(tune_dir / "report.html", html_page(doc))]
 
 
 def knee(doc: dict) -> int:
