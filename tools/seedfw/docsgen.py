@@ -145,7 +145,7 @@ def kconfig_page() -> str:
              "says why a symbol has its value in one configuration.", "",
              "| symbol | type | prompt |", "|---|---|---|"]
     prompted = [s for s in syms.values() if s["prompt"]]
-    lines += [f"| [`{s['name']}`](#{s['name'].lower()}) | {s['type']} | "
+    lines += [f"| [{s['name']}](#{s['name'].lower()}) | {s['type']} | "
               f"{_md_escape(s['prompt'])} |" for s in prompted]
     lines += ["", "Symbols without a prompt are set by defaults or `select` only; they are "
               "listed at the end.", ""]
@@ -228,7 +228,11 @@ def schema_page() -> str:
 
 def plugin_page(kind: str, name: str, obj) -> str:
     title = KINDS[kind][0].rstrip("s").lower()
-    lines = [f"# {name}", "", f"*{title}* — {_where(obj)}", "", _doc(obj), ""]
+    doc = _doc(obj)
+    summary = _md_escape((doc.splitlines() or [""])[0])
+    # Docstrings are plain text (indented contracts, <placeholders>): shown as written.
+    lines = [f"# {name}", "", f"*{title}* — {_where(obj)}", "", summary, "", "```text", doc,
+             "```", ""]
     symbols = getattr(obj, "symbols", None)
     if symbols:
         lines += ["Kconfig symbols read: " + ", ".join(

@@ -1,0 +1,141 @@
+"""The manual: `invoke docs --check` (mkdocs build --strict) passes, and fails on a broken link or
+a page left out of the nav; every plug-in and prompted Kconfig symbol has help text; three pages
+(home, a guide, the generated Kconfig reference) as headless Chromium renders them, served over
+HTTP as a reader gets them."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from html.parser import HTMLParser
+
+import pytest
+
+from browser import dump_dom, screenshot
+from cli import ROOT, invoke
+from seedfw import docsgen
+
+SITE = ROOT / "output" / "site"
+
+
+@pytest.fixture(scope="module")
+def site():
+    started = time.monotonic()
+    p = invoke("docs", "--check")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "manual: output/site/index.html" in p.stdout
+    print(f"invoke docs --check: {time.monotonic() - started:.1f} s")
+    return SITE
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    handler = functools.partial(type("Quiet", (http.server.SimpleHTTPRequestHandler,),
+                                     {"log_message": lambda *a: None}), directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_every_plugin_and_prompted_symbol_has_help():
+    assert docsgen.missing_help() == []
+    kinds = docsgen.plugin_classes()
+    assert {"parts", "flash-runners", "counter-sources", "report-sections"} == set(kinds)
+    assert {"mcu", "tfa", "uboot"} <= {n for n, _ in kinds["parts"]}
+    assert {"pyocd", "rockusb", "sdcard"} == {n for n, _ in kinds["flash-runners"]}
+
+
+def test_missing_help_negative_control(monkeypatch):
+    class Undocumented:
+        pass
+    monkeypatch.setattr(docsgen, "plugin_classes", lambda: {"parts": [("bare", Undocumented)]})
+    syms = {"X": {"name": "X", "prompt": "An option", "help": None, "where": ["Kconfig:1"]}}
+    monkeypatch.setattr(docsgen, "kconfig_symbols", lambda: syms)
+    assert docsgen.missing_help() == ["parts bare: no docstring",
+                                      "Kconfig X (Kconfig:1): prompt without help"]
+
+
+def test_strict_build_fails_on_a_broken_link_and_an_orphan_page(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", docs, ignore=shutil.ignore_patterns("reference"))
+    (docs / "orphan.md").write_text("# Nobody links here\n")
+    with open(docs / "boards.md", "a") as f:
+        f.write("\nSee [the missing page](no-such-page.md).\n")
+    cfg = (ROOT / "mkdocs.yml").read_text()
+    cfg = cfg.replace("docs_dir: docs", f"docs_dir: {docs}").replace(
+        "site_dir: output/site", f"site_dir: {tmp_path / 'site'}").replace(
+        "  - tools/seedfw/docsgen.py", f"  - {ROOT / 'tools/seedfw/docsgen.py'}")
+    (tmp_path / "mkdocs.yml").write_text(cfg)
+    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
+                        tmp_path / "mkdocs.yml"], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode != 0
+    assert "orphan.md" in p.stderr and "no-such-page.md" in p.stderr, p.stderr[-3000:]
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.h1, self.search, self._in_h1, self.html_class = set(), "", False, False, ""
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "html":
+            self.html_class = a.get("class") or ""
+        if tag == "h1":
+            self._in_h1 = True
+        if tag == "input" and "md-search__input" in (a.get("class") or "") and \
+                a.get("placeholder") == "Search":
+            self.search = True
+
+    def handle_endtag(self, tag):
+        if tag == "h1":
+            self._in_h1 = False
+
+    def handle_data(self, data):
+        if self._in_h1:
+            self.h1 += data
+
+
+@pytest.mark.parametrize("path,heading", [("index.html", "seedfw"),
+                                          ("building.html", "Building firmware"),
+                                          ("reference/kconfig.html", "Kconfig options")])
+def test_pages_in_chromium(served, path, heading, tmp_path):
+    dom = dump_dom(f"{served}/{path}")
+    page = _Page()
+    page.feed(dom)
+    assert page.h1.replace("¶", "").strip() == heading
+    assert page.search, "no search box"
+    assert "js" in page.html_class.split(), "the theme's scripts did not run"
+    assert "Reference" in dom and "Contributing" in dom           # the navigation is there
+    if path == "reference/kconfig.html":
+        prompted = [s["name"] for s in docsgen.kconfig_symbols().values() if s["prompt"]]
+        assert len(prompted) > 50
+        missing = [s for s in prompted if s.lower() not in page.ids]
+        assert missing == [], missing
+        text = re.sub(r"<[^>]+>", " ", dom)
+        assert all(re.search(rf"\b{s}\b", text) for s in prompted)
+    png = screenshot(f"{served}/{path}", tmp_path / (path.replace("/", "-") + ".png"))
+    assert png.stat().st_size > 20_000
+
+
+def test_generated_reference_has_every_plugin_and_task(site):
+    for kind, items in docsgen.plugin_classes().items():
+        folder = docsgen.KINDS[kind][1]
+        for name, _ in items:
+            page = site / "reference" / folder / (name.replace(".", "-") + ".html")
+            assert page.is_file(), page
+    tasks = (site / "reference" / "tasks.html").read_text()
+    for name in ("build", "docs", "inspect", "tune", "flash"):
+        assert f'id="{name}"' in tasks and f"invoke [--core-opts] {name}" in tasks
+    schema = (site / "reference" / "report-schema.html").read_text()
+    assert "seedfw-report" in schema and "bandwidth" in schema
