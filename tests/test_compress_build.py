@@ -33,7 +33,7 @@ from seedfw.compress.container import read_container
 from seedfw.compress.sections import read_elf_sections
 from seedfw.config import configure
 from seedfw.errors import SeedfwError
-from seedfw.packages import BuildContext, enabled
+from seedfw.parts import BuildContext, enabled
 from seedfw.plan import Plan
 
 LINE = re.compile(r"^lz4: \.rodata (\d+) -> (\d+) bytes, crc32 0x([0-9a-f]{8})$")
@@ -67,9 +67,9 @@ def step_graph(board, tmp_path) -> Plan:
     cfg = configure(board, tmp_path)
     ctx = BuildContext(cfg, progress=lambda m: None)
     plan = Plan(tmp_path)
-    for pkg in enabled(cfg.values):
-        plan.add(*pkg.steps(ctx))
-    stage.add_steps(plan, ctx)
+    for part in enabled(cfg.values):
+        plan.add(*part.steps(ctx))
+    plan.link()                 # needs → dependencies, as a run does first
     return plan
 
 
@@ -97,14 +97,14 @@ def test_uncompressed_config_keeps_one_tfa_step(tmp_path):
     cfg = configure("qemu-aarch64", tmp_path / "out", [frag])
     ctx = BuildContext(cfg, progress=lambda m: None)
     plan = Plan(tmp_path)
-    for pkg in enabled(cfg.values):
-        plan.add(*pkg.steps(ctx))
     stale = ctx.outdir / "compression.json"       # from an earlier build with compression on
     stale.write_text("{}")
-    assert stage.add_steps(plan, ctx) == [] and "compress.report" not in plan.steps
+    for part in enabled(cfg.values):
+        plan.add(*part.steps(ctx))
+    assert "compress.report" not in plan.steps
     assert not stale.exists()                     # the report must not describe old images
-    assert sorted(plan.steps) == ["payload.build", "tfa.build", "tfa.extract", "tfa.fetch",
-                                  "uboot.build", "uboot.fetch"]
+    assert sorted(plan.steps) == ["disk.image", "image.pack", "payload.build", "tfa.build",
+                                  "tfa.extract", "tfa.fetch", "uboot.build", "uboot.fetch"]
 
 
 def test_manifest_roles(tmp_path):
@@ -216,7 +216,7 @@ def test_rk3588_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
 
 @pytest.mark.slow
 def test_compression_json_and_manifest_roles(qemu_aarch64_build, rk3588_build):
-    # boot: what the packages declare (seedfw.packages.BootArtifact); rk3588's U-Boot images too
+    # boot: what the packages declare (seedfw.parts.BootArtifact); rk3588's U-Boot images too
     uboot = {"idbloader.img", "u-boot.itb"}     # the combined SD/SPI images contain these
     for result, owners, boot, image in ((qemu_aarch64_build, ["tfa", "payload"],
                                          {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}, "qemu_fw.bios"),

@@ -320,19 +320,17 @@ def test_compressed_models_round_trip(tmp_path):
 # ---- slow: the images step on real builds --------------------------------------------------------
 
 def run_image_step(result):
-    """Re-plan a finished build with the images step added (as seedfw.build will once wired)."""
-    from seedfw import config as config_mod, packages
-    from seedfw.images import steps
+    """Re-plan a finished build as seedfw.build does (every enabled part) and run it again."""
+    from seedfw import config as config_mod, parts
+    from seedfw.parts.firmware_image import FirmwareImagePart
     from seedfw.plan import Plan
 
     cfg = config_mod.configure(result.board, result.outdir)
-    ctx = packages.BuildContext(cfg, progress=lambda m: None)
+    ctx = parts.BuildContext(cfg, progress=lambda m: None)
     plan = Plan(ctx.outdir, 2)
-    for pkg in packages.enabled(cfg.values):
-        plan.add(*pkg.steps(ctx))
-    from seedfw.compress import stage as compress_stage     # as seedfw.build.STAGES does
-    compress_stage.add_steps(plan, ctx)
-    artifacts = steps.add_steps(plan, ctx)
+    for part in parts.enabled(cfg.values):
+        plan.add(*part.steps(ctx))
+    artifacts = FirmwareImagePart().artifacts(ctx)
     records = plan.run()
     return ctx, artifacts, {r["step"]: r["action"] for r in records}
 
@@ -353,7 +351,7 @@ def test_rk3588_build_gives_fit_with_bl31_segments(tmp_path_factory):
     # table, the fragment and the 4 models.
     from elftools.elf.elffile import ELFFile
 
-    from seedfw.images.steps import firmware_for
+    from seedfw.parts.firmware_image import firmware_for
 
     # the BL31 the FIT carries: with RK3588_COMPRESS_RODATA (the defconfig) bl31-lz4.elf
     with open(firmware_for(ctx)["bl31"], "rb") as f:

@@ -14,7 +14,7 @@ from c_layout import c_layout, c_macros
 from cli import invoke, one_error_line
 from seedfw.errors import SeedfwError
 from seedfw.images import loader
-from seedfw.packages import rkbin
+from seedfw.parts import rkbin
 
 HEADER_FIELDS = ["tag", "size", "version", "merger_version", "release", "chip_type",
                  "code471_num", "code471_offset", "code471_size", "code472_num", "code472_offset",

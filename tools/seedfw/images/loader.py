@@ -2,7 +2,7 @@
 
 Layout: firmware/include/seedfw/ldr.h (the one definition; tests/test_loader.py checks the
 structs below against it). Recipe: rkbin's RKBOOT/RK3588MINIALL.ini (pinned, in
-seedfw.packages.rkbin): CODE471 = DDR init blob (Sleep=1 ms), CODE472 = USB plug, loaders
+seedfw.parts.rkbin): CODE471 = DDR init blob (Sleep=1 ms), CODE472 = USB plug, loaders
 FlashData = DDR init and FlashBoot = Rockchip SPL; RC4 off. The output keeps the .ini's name
 ([OUTPUT] PATH, rk3588_spl_loader_v1.18.113.bin), since that is the file users know.
 
@@ -10,8 +10,7 @@ Why we write it ourselves: Rockchip's boot_merger is a binary-only x86 tool; the
 102-byte header, 57-byte entries, the blobs and a CRC32. `decode` reads one back (inspect, tests)
 and rejects any damage (bad tag, sizes, offsets outside the file, CRC).
 
-Stage entry for build.py (STAGES "seedfw.images.loader"): step "loader.build" for rk3588 with
-U-Boot; output images/<PATH from the .ini>, and images/loader.json (the entries and their sha256).
+The build's step is the loader part's (seedfw.parts.loader).
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
 
@@ -201,80 +199,10 @@ def from_ini(ini_text: str, files: dict[str, Path], release: int, source=None) -
     return loader, output
 
 
-# ---- build stage -------------------------------------------------------------------------------
-
-def wanted(ctx) -> bool:
-    return bool(ctx.values.get("UBOOT")) and ctx.board.soc == "rk3588"
-
-
-def output_name() -> str:
-    from ..packages import rkbin
-    return rkbin.LOADER_NAME
-
-
-def boot_artifacts(ctx):
-    from ..packages import BootArtifact
-    if not wanted(ctx):
-        return []
-    # Sent over USB in maskrom mode, never read from storage: not a boot-bytes figure.
-    return [BootArtifact(output_name(), "loader", "RK3588 boot ROM in maskrom mode (USB)",
-                         "sent over USB by `rkdeveloptool db`; never written to storage",
-                         at_boot=False)]
-
-
-def add_steps(plan, ctx) -> list[Path]:
-    if not wanted(ctx):
-        return []
-    from ..packages import Package, rkbin
-    out = [ctx.images / output_name(), ctx.images / "loader.json"]
-
-    def run(step):
-        work = Package.fresh_dir(ctx.build_dir("loader"))
-        try:
-            files = rkbin.fetch(step.log, lambda m: ctx.progress(f"  loader: {m}"))
-        except SeedfwError as exc:
-            if "sha256 mismatch" in exc.message:
-                raise
-            if not ctx.values.get("UBOOT_ALLOW_MISSING_BLOBS"):
-                raise SeedfwError(f"missing rkbin blobs for the maskrom loader: {exc.message} "
-                                  f"({rkbin.mirror_note()}; --allow-missing-blobs builds a "
-                                  "NON-FUNCTIONAL placeholder)", exc.file, exc.field) from None
-            why = f"placeholder: rkbin blobs unavailable: {exc.message} (--allow-missing-blobs)"
-            (work / output_name()).write_bytes(b"")
-            util.write_json(work / "loader.json", {"non_functional": {output_name(): why}})
-            step.install({o: work / o.name for o in out})
-            return
-        loader, name = from_ini(files[rkbin.INI.name].read_text(), files,
-                                util.source_date_epoch(), files[rkbin.INI.name])
-        if name != output_name():
-            raise SeedfwError(f"the recipe names its output {name}, expected {output_name()}",
-                              files[rkbin.INI.name], "OUTPUT.PATH")
-        blob = encode(loader)
-        back = decode(blob)                 # what we wrote must read back as what we meant
-        if not back.crc_ok or [(e.type, e.name, e.data[:len(o.data)]) for e, o in
-                               zip(back.entries, loader.entries)] != \
-                [(o.type, o.name, o.data) for o in loader.entries]:
-            raise SeedfwError("the loader does not read back as written", work / name)
-        util.write_bytes(work / name, blob)
-        util.write_json(work / "loader.json", {"recipe": rkbin.INI.name, "entries": [
-            {"type": e.kind, "name": e.name, "size": len(e.data), "delay_ms": e.delay,
-             "sha256": util.sha256_bytes(e.data)} for e in loader.entries]})
-        ctx.progress(f"  loader: {name} {len(blob):,} B from {rkbin.INI.name} "
-                     f"({', '.join(e.name for e in loader.entries)})")
-        step.install({o: work / o.name for o in out})
-
-    plan.add(plan_mod.Step("loader.build", run, inputs=lambda: {"pins": rkbin.SOURCE.pins(),
-                                                                  "epoch": util.source_date_epoch(),
-                                                                  "allow": bool(ctx.values.get(
-                                                                      "UBOOT_ALLOW_MISSING_BLOBS"))},
-                           version=VERSION, package="loader", outputs=tuple(out)))
-    return out
-
-
 # ---- inspect -----------------------------------------------------------------------------------
 
 def inspect_report(path, blob, report_cls, row_cls):
-    from ..packages import rkbin
+    from ..parts import rkbin
     loader = decode(blob, path)
     known = {p.sha256: p.name for p in (rkbin.DDR, rkbin.USBPLUG, rkbin.SPL)}
     report = report_cls(path, "rockchip maskrom loader")
@@ -293,5 +221,5 @@ def inspect_report(path, blob, report_cls, row_cls):
 
 
 def _pin_size(name: str) -> int:
-    from ..packages import rkbin
+    from ..parts import rkbin
     return next(p.size for p in (rkbin.DDR, rkbin.USBPLUG, rkbin.SPL) if p.name == name)

@@ -1,17 +1,5 @@
-"""The images stage as plan steps, for seedfw.build's STAGES:
-
-    ("image", "seedfw.images.steps")     # replaces the dvfs / models / image entries
-
-`add_steps(plan, ctx)` adds one step, "image.pack", that runs after every step already in the
-plan (the firmware builds and any post-processing), and returns the files it leaves in
-<out>/images/. One step rather than three because the DVFS table (with hints harvested from the
-built ELFs), the model checks and the two containers are one consistent set: re-running any part
-alone could pair a new table with an old package.
-
-Kconfig symbols read: POWER_PROFILE, MODELS, MODEL_MANIFEST, MODELS_COMPRESS, IMAGE_SIGN,
-IMAGE_SIGN_KEY_DIR, IMAGE_SIGN_KEY_NAME, IMAGE_SIGN_REQUIRED, TFA, PAYLOAD, MCU.
-Board fields read: image.format, image.partition_size, dvfs, memory (load regions).
-"""
+"""The firmware image part: DVFS table + OPP fragment + model blobs + built firmware → the boot
+package and, for FIT boards, the firmware FIT (seedfw.images builds both)."""
 
 from __future__ import annotations
 
@@ -19,7 +7,8 @@ from pathlib import Path
 
 from .. import models, plan as plan_mod, util
 from ..paths import ROOT
-from . import build_images
+from ..images import build_images
+from .base import BootArtifact, Part
 
 SYMBOLS = ("POWER_PROFILE", "MODELS", "MODEL_MANIFEST", "MODELS_COMPRESS", "IMAGE_SIGN",
            "IMAGE_SIGN_KEY_DIR", "IMAGE_SIGN_KEY_NAME", "IMAGE_SIGN_REQUIRED", "TFA", "PAYLOAD",
@@ -83,26 +72,51 @@ def _inputs(ctx) -> dict:
     return doc
 
 
-def boot_artifacts(ctx):
-    """The firmware FIT (fit boards) or the boot package (package boards), as the board reads them."""
-    from ..packages import BootArtifact
-    fmt = ctx.board.image["format"]
-    if fmt == "fit":
-        reader = "U-Boot (bootm/iminfo verify every hash)" if ctx.values.get("UBOOT") else \
-            "the board's loader"
-        return [BootArtifact(f"{ctx.board.name}.itb", "firmware-fit", reader,
-                             "firmware partition of the disk image")]
-    if fmt == "package":
-        return [BootArtifact(f"{ctx.board.name}-boot.pkg", "boot-package",
-                             "the BL33 payload (verifies it)", "DRAM at the boot-package region")]
-    return []
+class FirmwareImagePart(Part):
+    """Firmware image: the boot package and (image.format fit) the firmware FIT.
 
+    One step, `image.pack`, because the DVFS table (with hints harvested from the built ELFs), the
+    model checks and the two containers are one consistent set: re-running any of them alone
+    could pair a new table with an old package. It needs the firmware the board's image carries
+    (`firmware_for`) and the ELFs whose `.dvfs_hint` records go into the table, so it runs after
+    the steps that make those files and after nothing else (a rootfs change does not touch it).
 
-def add_steps(plan, ctx) -> list[Path]:
-    def run(step):
-        build_images(ctx.values, ctx.board, ctx.images, firmware_for(ctx),
-                     [p for p in hint_elfs(ctx) if p.is_file()], log=step.log)
+    Kconfig symbols read: POWER_PROFILE, MODELS, MODEL_MANIFEST, MODELS_COMPRESS, IMAGE_SIGN,
+    IMAGE_SIGN_KEY_DIR, IMAGE_SIGN_KEY_NAME, IMAGE_SIGN_REQUIRED, TFA, PAYLOAD, MCU,
+    TFA_COMPRESS_RODATA.
+    Board fields read: image.format (fit: BL31 + payload in a FIT; package: the BL33 payload;
+    raw: the MCU image), image.partition_size, dvfs, memory (load regions).
+    Outputs in <out>/images/: <board>-boot.pkg, <board>.itb (fit), images.json,
+    dvfs/dvfs.bin, dvfs/opp.dtb (and <board>-pubkey.dtb when signing).
+    """
 
-    plan.add(plan_mod.Step("image.pack", run, deps=tuple(plan.steps), inputs=lambda: _inputs(ctx),
-                           version=VERSION, package="image", outputs=tuple(outputs(ctx))))
-    return outputs(ctx)
+    name = "image"
+    symbols = SYMBOLS
+
+    def enabled(self, values):
+        return True
+
+    def artifacts(self, ctx):
+        return outputs(ctx)
+
+    def boot_artifacts(self, ctx):
+        """The firmware FIT (fit boards) or the boot package (package boards), as the board reads them."""
+        fmt = ctx.board.image["format"]
+        if fmt == "fit":
+            reader = "U-Boot (bootm/iminfo verify every hash)" if ctx.values.get("UBOOT") else \
+                "the board's loader"
+            return [BootArtifact(f"{ctx.board.name}.itb", "firmware-fit", reader,
+                                 "firmware partition of the disk image")]
+        if fmt == "package":
+            return [BootArtifact(f"{ctx.board.name}-boot.pkg", "boot-package",
+                                 "the BL33 payload (verifies it)", "DRAM at the boot-package region")]
+        return []
+
+    def steps(self, ctx):
+        def run(step):
+            build_images(ctx.values, ctx.board, ctx.images, firmware_for(ctx),
+                         [p for p in hint_elfs(ctx) if p.is_file()], log=step.log)
+
+        needs = tuple(firmware_for(ctx).values()) + tuple(hint_elfs(ctx))
+        return [plan_mod.Step("image.pack", run, needs=needs, inputs=lambda: _inputs(ctx),
+                              version=VERSION, package="image", outputs=tuple(outputs(ctx)))]
