@@ -182,7 +182,7 @@ def test_corrupt_payload_container_stops_before_main(qemu_aarch64_build, tmp_pat
 
 
 @pytest.mark.slow
-def test_rk3588_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
+def test_rk3588_uboot_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
     result = rk3588_build
     images = result.outdir / "images"
     elf = images / "bl31.elf"                             # the unmodified ELF stays, for GDB
@@ -192,18 +192,21 @@ def test_rk3588_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
         loaded = sum(s["p_filesz"] for s in e.iter_segments() if s["p_type"] == "PT_LOAD")
     sym = bl31.elf_symbols(elf)
     original = read_elf_sections(elf, [".rodata"])[".rodata"][1]
-    listing = subprocess.run(["dumpimage", "-l", images / "rk3588.itb"], check=True,
+    # SPL loads BL31 from u-boot.itb (binman's atf-N images); the firmware FIT has no copy
+    listing = subprocess.run(["dumpimage", "-l", images / "u-boot.itb"], check=True,
                              capture_output=True, text=True).stdout
-    parts = re.findall(r"Image (\d+) \((bl31-\d+)\).*?Data Size:\s+(\d+) Bytes.*?Load Address: "
+    parts = re.findall(r"Image (\d+) \((atf-\d+)\).*?Data Size:\s+(\d+) Bytes.*?Load Address: "
                        r"0x([0-9a-f]+)", listing, re.S)
     assert len(parts) == 3, listing
+    assert "bl31" not in subprocess.run(["dumpimage", "-l", images / "rk3588.itb"], check=True,
+                                        capture_output=True, text=True).stdout
     fit_bytes = sum(int(p[2]) for p in parts)
     frag = json.loads((result.outdir / "build" / "compress" / "tfa.json").read_text())
     assert fit_bytes == frag["bl31_bytes"]["after"] < frag["bl31_bytes"]["before"] == loaded
     # the segment that follows .rodata starts at its end and carries the container
     index, _, size, load = next(p for p in parts if int(p[3], 16) == sym["__RODATA_END__"])
     out = tmp_path / "seg.bin"
-    subprocess.run(["dumpimage", "-T", "flat_dt", "-p", index, "-o", out, images / "rk3588.itb"],
+    subprocess.run(["dumpimage", "-T", "flat_dt", "-p", index, "-o", out, images / "u-boot.itb"],
                    check=True, capture_output=True)
     seg = out.read_bytes()
     assert len(seg) == int(size)
@@ -221,7 +224,7 @@ def test_compression_json_and_manifest_roles(qemu_aarch64_build, rk3588_build):
     for result, owners, boot, image in ((qemu_aarch64_build, ["tfa", "payload"],
                                          {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}, "qemu_fw.bios"),
                                         (rk3588_build, ["tfa"], {"rk3588.itb"} | uboot,
-                                         "rk3588.itb")):
+                                         "u-boot.itb")):
         doc = json.loads((result.outdir / "compression.json").read_text())
         assert [s["owner"] for s in doc["sections"]] == owners
         for s in doc["sections"]:

@@ -16,21 +16,32 @@ SYMBOLS = ("POWER_PROFILE", "MODELS", "MODEL_MANIFEST", "MODELS_COMPRESS", "IMAG
 VERSION = "1"
 
 
+def bl31_image(ctx) -> Path:
+    """The BL31 a FIT carries, split into its load segments: with TFA_COMPRESS_RODATA the load
+    segments with .rodata as its LZ4 container (tfa.compress); images/bl31.elf stays the
+    unmodified ELF, for debugging."""
+    return ctx.images / ("bl31-lz4.elf" if ctx.values.get("TFA_COMPRESS_RODATA") else "bl31.elf")
+
+
+def bl31_in_uboot(ctx) -> bool:
+    """Boards whose U-Boot SPL loads BL31 from U-Boot's own FIT (u-boot.itb, binman's
+    atf-1/atf-2: boot.rom rockchip with U-Boot): the firmware FIT then carries no second copy,
+    which nothing would read."""
+    return bool(ctx.values.get("UBOOT")) and ctx.board.boot["rom"] == "rockchip"
+
+
 def firmware_for(ctx) -> dict[str, Path]:
     """Which built firmware each board's image carries.
 
-    fit (rk3588): BL31 (compressed .rodata when TFA_COMPRESS_RODATA), split into its load
-    segments (U-Boot SPL loads each where it belongs),
-    plus the payload if one is built. package (qemu-aarch64): the BL33 payload (BL31 travels in
-    TF-A's FIP). raw (mps2-an385): the MCU image.
+    fit (rk3588): the payload if one is built, and BL31 (bl31_image) only when no U-Boot FIT
+    carries it (bl31_in_uboot). package (qemu-aarch64): the BL33 payload (BL31 travels in TF-A's
+    FIP). raw (mps2-an385): the MCU image.
     """
     fmt = ctx.board.image["format"]
     v = ctx.values
     out: dict[str, Path] = {}
-    if fmt == "fit" and v.get("TFA"):
-        # TFA_COMPRESS_RODATA: the load segments with .rodata as its LZ4 container (tfa.compress);
-        # images/bl31.elf stays the unmodified ELF, for debugging.
-        out["bl31"] = ctx.images / ("bl31-lz4.elf" if v.get("TFA_COMPRESS_RODATA") else "bl31.elf")
+    if fmt == "fit" and v.get("TFA") and not bl31_in_uboot(ctx):
+        out["bl31"] = bl31_image(ctx)
     if fmt in ("fit", "package") and v.get("PAYLOAD"):
         out["payload"] = ctx.images / "bl33.bin"
     if fmt == "raw" and v.get("MCU"):

@@ -140,6 +140,10 @@ class TfaPart(Part):
         """The file in images/ a board reads at boot that carries BL31."""
         if self.has_fip(ctx):
             return "qemu_fw.bios" if self.platform(ctx) == "qemu" else "fip.bin"
+        from .firmware_image import bl31_in_uboot
+        from .uboot import UBOOT_ITB
+        if bl31_in_uboot(ctx):
+            return UBOOT_ITB                 # SPL loads BL31 from U-Boot's own FIT
         return f"{ctx.board.name}.itb" if ctx.board.image.get("format") == "fit" else \
             self.compressed_name(ctx)
 

@@ -358,7 +358,8 @@ class UbootPart(Part):
 # RAM from 0x40000000; the firmware FIT's payload sits at 0x60000000, the boot package at 0x60400000.
 OS_FIT_ADDR = 0x48000000
 
-ROCKCHIP_OUTPUTS = ("u-boot-rockchip.bin", "u-boot-rockchip-spi.bin", "idbloader.img", "u-boot.itb")
+UBOOT_ITB = "u-boot.itb"            # U-Boot's FIT: U-Boot proper, BL31's segments, its DT (binman)
+ROCKCHIP_OUTPUTS = ("u-boot-rockchip.bin", "u-boot-rockchip-spi.bin", "idbloader.img", UBOOT_ITB)
 
 
 def dvfs_region(board):

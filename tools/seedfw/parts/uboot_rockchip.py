@@ -12,7 +12,7 @@ from ..errors import SeedfwError
 from ..images import idblock
 from . import rkbin
 from .base import Part
-from .firmware_image import firmware_for
+from .firmware_image import bl31_image
 from .uboot import ROCKCHIP_OUTPUTS, UbootPart, dvfs_region
 
 VERSION = "1"
@@ -181,7 +181,7 @@ def _steps(ctx) -> list:
 
     def inputs():
         override = ctx.values.get("UBOOT_ROCKCHIP_TPL")
-        bl31 = firmware_for(ctx)["bl31"]
+        bl31 = bl31_image(ctx)
         dvfs = ctx.images / "dvfs" / "dvfs.bin"
         return {"symbols": plan_mod.symbols(ctx.values, SYMBOLS),
                 "compile": json.loads(cache_file.read_text())["key"] if cache_file.is_file() else None,
@@ -195,7 +195,7 @@ def _steps(ctx) -> list:
         cache = json.loads(cache_file.read_text())
         tree, build = Path(cache["tree"]), Path(cache["build"])
         tpl, missing = ddr_blob(ctx, step.log, say)
-        bl31 = firmware_for(ctx)["bl31"]
+        bl31 = bl31_image(ctx)
         dvfs = ctx.images / "dvfs" / "dvfs.bin"
         work = UbootPart.fresh_dir(ctx.build_dir("u-boot-binman"))
         indir = work / "in"            # binman finds dvfs.bin here, and nothing else of ours
@@ -232,7 +232,7 @@ def _steps(ctx) -> list:
         util.write_json(out / "uboot.json", doc)
         step.install({ctx.images / n: out / n for n in (*ROCKCHIP_OUTPUTS, "uboot.json")})
 
-    needs = (cache_file, firmware_for(ctx)["bl31"], ctx.images / "dvfs" / "dvfs.bin")
+    needs = (cache_file, bl31_image(ctx), ctx.images / "dvfs" / "dvfs.bin")
     return [plan_mod.Step("uboot.binman", run, needs=needs, inputs=inputs, version=VERSION,
                           package="uboot",
                           outputs=tuple(ctx.images / n for n in (*ROCKCHIP_OUTPUTS, "uboot.json")))]
