@@ -289,10 +289,10 @@ def decode(blob: bytes, source=None) -> Loader:
                 data = rc4_sectors(data) if etype == ENTRY_LOADER else rc4_stream(data)
             loader.entries.append(LoaderEntry(etype, name, data, delay, offset, scrambled))
     spans.sort()
-    for (o1, s1, _), (o2, _, at) in zip(spans, spans[1:]):
+    for (o1, s1, _), (o2, s2, at) in zip(spans, spans[1:]):
         if o1 + s1 > o2:       # overlapping entries would let a small file claim huge totals
-            raise SeedfwError(f"entry data at 0x{o2:x} overlaps the entry at 0x{o1:x}", source,
-                              f"offset 0x{at + 45:x}")
+            raise SeedfwError(f"entry data at 0x{o2:x} ({s2} bytes) overlaps the entry at "
+                              f"0x{o1:x} ({s1} bytes)", source, f"offset 0x{at + 45:x}")
     (stored,) = struct.unpack_from("<I", blob, body)
     loader.crc_ok = rk_crc32(blob[:body]) == stored
     return loader
