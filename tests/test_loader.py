@@ -7,6 +7,7 @@ Independent checks: the CRC, RC4 and RKNS digests are recomputed here with code 
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from c_layout import _compile_and_run, c_layout, c_macros
 from cli import invoke, one_error_line
 from seedfw.errors import SeedfwError
 from seedfw.images import ldr_format as fmt
-from seedfw.images import ldr_recipe, loader
+from seedfw.images import boot_inspect, loader
 from seedfw.packages import rkbin
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,14 +87,32 @@ def rc4(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _crc_bit(crc: int, byte: int) -> int:
+    crc ^= byte << 24
+    for _ in range(8):
+        crc = ((crc << 1) ^ 0x04C10DB7) & 0xFFFFFFFF if crc & 0x80000000 else (crc << 1) & 0xFFFFFFFF
+    return crc
+
+
+_BIT_TABLE = [_crc_bit(0, b) for b in range(256)]       # bit loop per byte value, cached
+
+
 def crc_bitwise(data: bytes) -> int:
-    """Rockchip's CRC32 by its definition: polynomial 0x04c10db7, MSB first, init 0, no xor."""
+    """Rockchip's CRC32 by its definition: polynomial 0x04c10db7, MSB first, init 0, no xor
+    (one step of 8 bits per byte, each byte's 8 steps from the bit loop above)."""
     crc = 0
     for b in data:
-        crc ^= b << 24
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x04C10DB7) & 0xFFFFFFFF if crc & 0x80000000 else (crc << 1) & 0xFFFFFFFF
+        crc = ((crc << 8) & 0xFFFFFFFF) ^ _BIT_TABLE[(crc >> 24) ^ b]
     return crc
+
+
+def test_crc_shortcut_is_the_bit_loop():
+    import random
+    data = random.Random(1).randbytes(3000)
+    crc = 0
+    for b in data:
+        crc = _crc_bit(crc, b)
+    assert crc_bitwise(data) == crc
 
 
 def entries(blob: bytes) -> list[tuple]:
@@ -176,7 +195,6 @@ def test_default_recipe_is_boot_mergers_output(files, ini_text, tmp_path, refere
     assert struct.unpack_from("<H5B", ours, 0x0e) == (2023, 11, 14, 22, 13, 20)  # SOURCE_DATE_EPOCH
     # with boot_merger's release time (it writes the wall clock) not a byte differs, CRC included
     y, mo, d, h, mi, s = struct.unpack_from("<H5B", reference, 0x0e)
-    import calendar
     assert make(files, ini_text, tmp_path, calendar.timegm((y, mo, d, h, mi, s))) == reference
 
 
@@ -221,6 +239,8 @@ def test_newidb_false(files, ini_text, tmp_path):
                                              (4, "FlashData"), (4, "FlashBoot")]
     assert entries(blob)[0][2] == 0x66 + 4 * 57        # data right after the four entries
     assert b"RKNS" not in blob and struct.unpack("<I", blob[-4:])[0] == crc_bitwise(blob[:-4])
+    back = loader.decode(blob)                         # inspect reads BOOT-tagged loaders too
+    assert boot_inspect.recognises(blob) and not back.newidb and not loader.check_heads(back)
 
 
 def test_471_rc4_on_scrambles_code471_and_472(files, ini_text, tmp_path):
@@ -253,6 +273,45 @@ def test_boot1_param_words_go_into_both_rkns_headers(files, ini_text, tmp_path):
     heads = [e.data for e in back.entries if e.name in ("UsbHead", "FlashHead")]
     assert [struct.unpack_from("<8I", h, 0x58)[3] for h in heads] == [0x12345678] * 2
     assert all(ok for ok, _ in loader.check_heads(back).values())
+
+
+TWO_471 = [("NUM=1\nPath1=bin/rk35/rk3588_ddr_lp4_2112MHz_lp5_2400MHz_v1.18.bin\nSleep=1",
+            "NUM=2\nPath1=bin/rk35/rk3588_ddr_lp4_2112MHz_lp5_2400MHz_v1.18.bin\n"
+            "Path2=bin/rk35/rk3588_usbplug_v1.11.bin\nSleep=3"),
+           ("NUM=1\nPath1=bin/rk35/rk3588_usbplug_v1.11.bin", "NUM=1\nPath1=bin/rk35/"
+            "rk3588_spl_v1.13.bin\nSleep=5")]
+VARIANTS = {
+    "default": [], "newidb-false": [("NEWIDB=true", "NEWIDB=false")],
+    "471-rc4-on": [("471_RC4_OFF=true", "471_RC4_OFF=false")],
+    "rc4-on": [("\nRC4_OFF=true", "\nRC4_OFF=false")],
+    "all-rc4-on-no-idb": [("RC4_OFF=true", "RC4_OFF=false"), ("NEWIDB=true", "NEWIDB=false")],
+    "minor-20": [("MINOR=11", "MINOR=20")], "boot1": [("WORD_5=0x0", "WORD_5=0xdeadbeef")],
+    "two-471-sleeps": TWO_471,
+}
+
+
+@pytest.mark.skipif(not os.environ.get("SEEDFW_BOOT_MERGER"),
+                    reason="SEEDFW_BOOT_MERGER (rkbin's tools/boot_merger, x86-64) not set")
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_same_bytes_as_boot_merger_itself(files, ini_text, tmp_path, variant):
+    """Each key against the tool itself: boot_merger packs the variant recipe in a scratch rkbin
+    tree; ours, given boot_merger's release time, must not differ in a single byte."""
+    text = ini_text
+    for old, new in VARIANTS[variant]:
+        assert old in text
+        text = text.replace(old, new)
+    text = text.replace(f"PATH={REF_NAME}", "PATH=theirs.bin")
+    tree = tmp_path / "bin" / "rk35"
+    tree.mkdir(parents=True)
+    for pin in rkbin.BLOBS:
+        shutil.copy(files[pin.name], tree / pin.name)
+    (tmp_path / "recipe.ini").write_text(text)
+    subprocess.run([os.environ["SEEDFW_BOOT_MERGER"], "recipe.ini"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=60, env={**os.environ, "TZ": "UTC0"})
+    theirs = (tmp_path / "theirs.bin").read_bytes()
+    when = calendar.timegm(struct.unpack_from("<H5B", theirs, 0x0e))
+    (tmp_path / "ours").mkdir()
+    assert make(files, text, tmp_path / "ours", when) == theirs
 
 
 # ---- recipe errors -------------------------------------------------------------------------------
@@ -378,6 +437,47 @@ def test_truncated_and_foreign_files(tmp_path):
         loader.decode(b"LDR " + bytes(50))
     with pytest.raises(SeedfwError, match="not a Rockchip loader"):
         loader.decode(b"ANDROID!" + bytes(200))
+
+
+def test_mutated_loaders_never_crash_the_reader():
+    """Property: any byte changes or truncation of a loader give a Loader or a SeedfwError, never
+    another exception (seeded, so a failure reproduces)."""
+    import random
+    rng = random.Random(20)
+    good = fmt.encode(fmt.Loader("RK3588", (1, 11), [
+        fmt.LoaderEntry(fmt.ENTRY_471, "ddr", bytes(range(256)) * 9, 1),
+        fmt.LoaderEntry(fmt.ENTRY_472, "plug", b"\x5a" * 3000),
+        fmt.LoaderEntry(fmt.ENTRY_LOADER, "FlashData", b"\x11" * 700),
+        fmt.LoaderEntry(fmt.ENTRY_LOADER, "FlashBoot", b"\x22" * 5000)], EPOCH,
+        rc4_471_off=False))
+    outcomes = set()
+    for n in range(400):
+        blob = bytearray(good)
+        if n % 5 == 0:
+            blob = blob[:rng.randrange(len(blob))]
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(0x140) if rng.random() < 0.8 else rng.randrange(len(good))
+            if at < len(blob):
+                blob[at] = rng.randrange(256)
+        try:
+            back = loader.decode(bytes(blob), "m.bin")
+            loader.check_heads(back)
+            outcomes.add("read")
+        except SeedfwError as exc:
+            assert exc.line().startswith("m.bin"), exc.line()
+            outcomes.add("error")
+    assert outcomes == {"read", "error"}
+
+
+def test_local_recipe_error_stops_the_build_at_once(ini_text, tmp_path):
+    recipe = tmp_path / "recipe.ini"
+    recipe.write_text(ini_text.replace("\nRC4_OFF=true", "\nRC4_OFF=true\nSECURE_BOOT=1"))
+    line = 1 + recipe.read_text()[:recipe.read_text().index("SECURE_BOOT")].count("\n")
+    frag = tmp_path / "frag.conf"
+    frag.write_text(f'CONFIG_LOADER_RECIPE="{recipe}"\n')
+    proc = invoke("build", "--board", "rk3588", "--output", tmp_path / "out", "--fragment", frag)
+    assert one_error_line(proc) == f"error: {recipe}:{line}: unknown key SECURE_BOOT in [FLAG]"
+    assert not (tmp_path / "out" / "images").exists()
 
 
 @pytest.mark.skipif(shutil.which("rkdeveloptool") is None, reason="rkdeveloptool not installed")

@@ -226,7 +226,8 @@ def encode(loader: Loader) -> bytes:
 
 def _release(f, source) -> int:
     year, month, day, hour, minute, second = f[4:10]
-    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 60):
+    if not (1 <= year <= 9999 and 1 <= month <= 12 and 1 <= day <= 31 and hour < 24
+            and minute < 60 and second < 60):
         raise SeedfwError(f"release time {year}-{month}-{day} {hour}:{minute}:{second} is not a "
                           "date and time", source, "offset 0xe")
     return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))

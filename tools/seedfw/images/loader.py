@@ -25,8 +25,7 @@ from .. import paths, util
 from .. import plan as plan_mod
 from ..errors import SeedfwError
 from . import idblock, ldr_recipe
-from .ldr_format import (ENTRY_471, ENTRY_472, ENTRY_LOADER, ENTRY, HEADER, TAG, TAG_OLD,  # noqa: F401
-                         DATA_ALIGN, Loader, LoaderEntry, decode, encode, head_coverage, rk_crc32)
+from .ldr_format import DATA_ALIGN, Loader, LoaderEntry, decode, encode, head_coverage
 
 VERSION = "4"
 SYMBOLS = ("UBOOT", "LOADER_RECIPE", "UBOOT_ALLOW_MISSING_BLOBS")
