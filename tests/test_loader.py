@@ -287,6 +287,7 @@ VARIANTS = {
     "all-rc4-on-no-idb": [("RC4_OFF=true", "RC4_OFF=false"), ("NEWIDB=true", "NEWIDB=false")],
     "minor-20": [("MINOR=11", "MINOR=20")], "boot1": [("WORD_5=0x0", "WORD_5=0xdeadbeef")],
     "two-471-sleeps": TWO_471,
+    "no-system-no-flag": [("[SYSTEM]\nNEWIDB=true\n[FLAG]\n471_RC4_OFF=true\nRC4_OFF=true\n", "")],
 }
 
 
