@@ -64,10 +64,10 @@ def free_port() -> int:
 
 def seed_uboot_source(seed: Path) -> Path | None:
     """U-Boot's patched source tree, unpacked once into `seed`/u-boot (None without U-Boot)."""
-    from seedfw.packages import uboot
+    from seedfw.parts import uboot
     os.environ["SEEDFW_CACHE_DIR"] = str(seed)
     src = uboot.source("2025.01")
-    return uboot.UbootPackage().source_tree(src, seed / "unpack.log", print)
+    return uboot.UbootPart().source_tree(src, seed / "unpack.log", print)
 
 
 def one_build(board: str, out: Path, cache: Path, fragment: Path, tree: Path | None) -> dict:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from seedfw import build, paths
-from seedfw.packages import tfa
+from seedfw.parts import tfa
 
 
 def main() -> int:

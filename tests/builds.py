@@ -63,7 +63,7 @@ def rebuild_disk(outdir: Path) -> None:
     import types
 
     from seedfw import boards
-    from seedfw.images import disk
+    from seedfw.parts import disk
 
     outdir = Path(outdir)
     board = boards.get(json.loads((outdir / "manifest.json").read_text())["board"])

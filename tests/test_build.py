@@ -60,13 +60,13 @@ def test_bad_extra_make_vars_stop_before_anything_runs(tmp_path):
 
 
 def test_mcu_without_its_makefile_is_a_clear_error(tmp_path, monkeypatch):
-    from seedfw.packages import BuildContext, mcu
+    from seedfw.parts import BuildContext, mcu
     from seedfw import config
 
     monkeypatch.setattr(mcu, "SOURCE", tmp_path / "mcu")
     cfg = config.configure("mps2-an385", tmp_path / "out")
     with pytest.raises(SeedfwError) as info:
-        mcu.McuPackage().steps(BuildContext(cfg))
+        mcu.McuPart().steps(BuildContext(cfg))
     assert info.value.file == str(tmp_path / "mcu" / "Makefile")
     assert info.value.message.startswith("the wake-MCU firmware is not in this tree yet")
 
@@ -313,7 +313,7 @@ def test_build_all_and_output_dirs_can_move(rk3588_build, qemu_aarch64_build, tm
 
 @pytest.mark.slow
 def test_mcu_build_makes_the_flash_algorithms_and_checks_them(mps2_build, tmp_path):
-    from seedfw.packages import mcu
+    from seedfw.parts import mcu
 
     algos = mps2_build.outdir / "build" / "mcu" / "flashalgo"
     assert sorted(p.name for p in algos.glob("*.elf")) == ["algo-broken.elf", "algo.elf"]

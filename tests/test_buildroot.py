@@ -21,7 +21,7 @@ from seedfw import build as build_mod
 from seedfw.buildroot import boot as osboot
 from seedfw.buildroot import make, mirror, tree
 from seedfw.errors import SeedfwError
-from seedfw.packages.buildroot import cpio_entries
+from seedfw.parts.buildroot import cpio_entries
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAGMENT = ROOT / "configs" / "buildroot.fragment"
@@ -179,11 +179,11 @@ def _fdt_to_dir(dtb: Path, dest: Path, node: str = "/") -> None:
 def opp_overlay(tmp_path_factory):
     """The overlay osimage makes from a build's opp.dtb, and QEMU virt's own DT with it applied
     by fdtoverlay (the same operation as U-Boot's `fdt apply`)."""
-    from seedfw import dvfs
-    from seedfw.buildroot import osimage
+    from seedfw import dvfs, dvfs_hints
+    from seedfw.parts import os_fit as osimage
     work = tmp_path_factory.mktemp("opp-overlay")
     board = boards.get("qemu-aarch64")
-    outs = dvfs.build_outputs(board, {"POWER_PROFILE": "balanced"}, work)
+    outs = dvfs_hints.build_outputs(board, {"POWER_PROFILE": "balanced"}, work)
     dtbo = osimage.make_overlay(outs["dtb"], work / "opp.dtbo", None)
     base = work / "virt.dtb"
     subprocess.run(["qemu-system-aarch64", "-machine", f"virt,dumpdtb={base}", "-cpu",
@@ -480,7 +480,7 @@ def test_report_has_the_os_section(br_build):
 
 @pytest.mark.slow
 def test_legal_bundle_covers_the_whole_firmware(br_build):
-    from seedfw.packages import uboot
+    from seedfw.parts import uboot
     result, _ = br_build
     p = invoke("legal", "--board", "qemu-aarch64", "--output", result.outdir)
     assert p.returncode == 0, p.stderr
@@ -517,7 +517,7 @@ def test_a_kernel_pin_that_left_the_archive_fails_clearly(tmp_path, monkeypatch)
     """Debian drops old kernel versions after point releases: one line naming the pin and the way
     to update it (uses the Debian archive through a private apt state; nothing is downloaded)."""
     from seedfw import sources
-    from seedfw.packages import kernel
+    from seedfw.parts import kernel
     monkeypatch.setenv("SEEDFW_DL_DIR", str(tmp_path / "dl"))
     monkeypatch.delenv("SEEDFW_MIRROR_DIR", raising=False)
     k = kernel.KERNELS["linux-image-6.1.0-50-cloud-arm64"]

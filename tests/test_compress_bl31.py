@@ -60,7 +60,7 @@ def make(tree: Path, *args, log: Path) -> None:
 
 @pytest.fixture(scope="module")
 def tfa_tree(tmp_path_factory) -> Path:
-    from seedfw.packages import tfa
+    from seedfw.parts import tfa
     tree = tmp_path_factory.mktemp("tfa") / "src"
     sources.extract(tfa.source("2.12.1"), tree, progress=lambda s: None)
     assert (tree / "lib" / "seedfw_lz4" / "seedfw_lz4_rodata.c").is_file(), "patch not applied"

@@ -33,7 +33,7 @@ from seedfw.compress.container import read_container
 from seedfw.compress.sections import read_elf_sections
 from seedfw.config import configure
 from seedfw.errors import SeedfwError
-from seedfw.packages import BuildContext, enabled
+from seedfw.parts import BuildContext, enabled
 from seedfw.plan import Plan
 
 LINE = re.compile(r"^lz4: \.rodata (\d+) -> (\d+) bytes, crc32 0x([0-9a-f]{8})$")
@@ -67,9 +67,9 @@ def step_graph(board, tmp_path) -> Plan:
     cfg = configure(board, tmp_path)
     ctx = BuildContext(cfg, progress=lambda m: None)
     plan = Plan(tmp_path)
-    for pkg in enabled(cfg.values):
-        plan.add(*pkg.steps(ctx))
-    stage.add_steps(plan, ctx)
+    for part in enabled(cfg.values):
+        plan.add(*part.steps(ctx))
+    plan.link()                 # needs → dependencies, as a run does first
     return plan
 
 
@@ -97,14 +97,14 @@ def test_uncompressed_config_keeps_one_tfa_step(tmp_path):
     cfg = configure("qemu-aarch64", tmp_path / "out", [frag])
     ctx = BuildContext(cfg, progress=lambda m: None)
     plan = Plan(tmp_path)
-    for pkg in enabled(cfg.values):
-        plan.add(*pkg.steps(ctx))
     stale = ctx.outdir / "compression.json"       # from an earlier build with compression on
     stale.write_text("{}")
-    assert stage.add_steps(plan, ctx) == [] and "compress.report" not in plan.steps
+    for part in enabled(cfg.values):
+        plan.add(*part.steps(ctx))
+    assert "compress.report" not in plan.steps
     assert not stale.exists()                     # the report must not describe old images
-    assert sorted(plan.steps) == ["payload.build", "tfa.build", "tfa.extract", "tfa.fetch",
-                                  "uboot.build", "uboot.fetch"]
+    assert sorted(plan.steps) == ["disk.image", "image.pack", "payload.build", "tfa.build",
+                                  "tfa.extract", "tfa.fetch", "uboot.build", "uboot.fetch"]
 
 
 def test_manifest_roles(tmp_path):
@@ -182,7 +182,7 @@ def test_corrupt_payload_container_stops_before_main(qemu_aarch64_build, tmp_pat
 
 
 @pytest.mark.slow
-def test_rk3588_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
+def test_rk3588_uboot_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
     result = rk3588_build
     images = result.outdir / "images"
     elf = images / "bl31.elf"                             # the unmodified ELF stays, for GDB
@@ -192,18 +192,21 @@ def test_rk3588_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
         loaded = sum(s["p_filesz"] for s in e.iter_segments() if s["p_type"] == "PT_LOAD")
     sym = bl31.elf_symbols(elf)
     original = read_elf_sections(elf, [".rodata"])[".rodata"][1]
-    listing = subprocess.run(["dumpimage", "-l", images / "rk3588.itb"], check=True,
+    # SPL loads BL31 from u-boot.itb (binman's atf-N images); the firmware FIT has no copy
+    listing = subprocess.run(["dumpimage", "-l", images / "u-boot.itb"], check=True,
                              capture_output=True, text=True).stdout
-    parts = re.findall(r"Image (\d+) \((bl31-\d+)\).*?Data Size:\s+(\d+) Bytes.*?Load Address: "
+    parts = re.findall(r"Image (\d+) \((atf-\d+)\).*?Data Size:\s+(\d+) Bytes.*?Load Address: "
                        r"0x([0-9a-f]+)", listing, re.S)
     assert len(parts) == 3, listing
+    assert "bl31" not in subprocess.run(["dumpimage", "-l", images / "rk3588.itb"], check=True,
+                                        capture_output=True, text=True).stdout
     fit_bytes = sum(int(p[2]) for p in parts)
     frag = json.loads((result.outdir / "build" / "compress" / "tfa.json").read_text())
     assert fit_bytes == frag["bl31_bytes"]["after"] < frag["bl31_bytes"]["before"] == loaded
     # the segment that follows .rodata starts at its end and carries the container
     index, _, size, load = next(p for p in parts if int(p[3], 16) == sym["__RODATA_END__"])
     out = tmp_path / "seg.bin"
-    subprocess.run(["dumpimage", "-T", "flat_dt", "-p", index, "-o", out, images / "rk3588.itb"],
+    subprocess.run(["dumpimage", "-T", "flat_dt", "-p", index, "-o", out, images / "u-boot.itb"],
                    check=True, capture_output=True)
     seg = out.read_bytes()
     assert len(seg) == int(size)
@@ -216,12 +219,12 @@ def test_rk3588_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
 
 @pytest.mark.slow
 def test_compression_json_and_manifest_roles(qemu_aarch64_build, rk3588_build):
-    # boot: what the packages declare (seedfw.packages.BootArtifact); rk3588's U-Boot images too
+    # boot: what the packages declare (seedfw.parts.BootArtifact); rk3588's U-Boot images too
     uboot = {"idbloader.img", "u-boot.itb"}     # the combined SD/SPI images contain these
     for result, owners, boot, image in ((qemu_aarch64_build, ["tfa", "payload"],
                                          {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}, "qemu_fw.bios"),
                                         (rk3588_build, ["tfa"], {"rk3588.itb"} | uboot,
-                                         "rk3588.itb")):
+                                         "u-boot.itb")):
         doc = json.loads((result.outdir / "compression.json").read_text())
         assert [s["owner"] for s in doc["sections"]] == owners
         for s in doc["sections"]:

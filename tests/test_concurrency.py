@@ -16,7 +16,7 @@ import pytest
 
 from seedfw import paths, sources, util
 from seedfw.errors import SeedfwError
-from seedfw.packages import tfa
+from seedfw.parts import tfa
 
 from cli import ROOT, invoke, one_error_line
 
@@ -78,7 +78,7 @@ def test_tfa_fetch_with_relative_or_empty_dl_dir(value, tmp_path, monkeypatch):
     work.mkdir()
     env = dict(os.environ, SEEDFW_DL_DIR=value, HOME=str(home), XDG_CACHE_HOME="",
                SEEDFW_CACHE_DIR="")
-    code = ("from seedfw import paths, sources; from seedfw.packages import tfa;"
+    code = ("from seedfw import paths, sources; from seedfw.parts import tfa;"
             "paths.absolute_environment(); src = tfa.source('2.12.1');"
             "src = sources.Source(src.name, src.version, src.files, src.sites[:1], src.archive);"
             "print(sorted(p.name for p in sources.fetch(src, progress=lambda m: None).values()))")

@@ -223,7 +223,7 @@ def test_harvest_from_cortex_m_elf(tmp_path):
 
 def test_build_outputs_with_hints(tmp_path):
     elf = cross_build(tmp_path, HINT_C)
-    paths = dvfs.build_outputs(boards.get("rk3588"), {"POWER_PROFILE": "balanced"}, tmp_path / "out",
+    paths = dvfs_hints.build_outputs(boards.get("rk3588"), {"POWER_PROFILE": "balanced"}, tmp_path / "out",
                                [elf])
     assert dvfs.decode(paths["bin"].read_bytes())["hints"][1]["name"] == "npu_infer"
     assert paths["dtb"].read_bytes()[:4] == b"\xd0\x0d\xfe\xed"

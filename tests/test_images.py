@@ -320,25 +320,23 @@ def test_compressed_models_round_trip(tmp_path):
 # ---- slow: the images step on real builds --------------------------------------------------------
 
 def run_image_step(result):
-    """Re-plan a finished build with the images step added (as seedfw.build will once wired)."""
-    from seedfw import config as config_mod, packages
-    from seedfw.images import steps
+    """Re-plan a finished build as seedfw.build does (every enabled part) and run it again."""
+    from seedfw import config as config_mod, parts
+    from seedfw.parts.firmware_image import FirmwareImagePart
     from seedfw.plan import Plan
 
     cfg = config_mod.configure(result.board, result.outdir)
-    ctx = packages.BuildContext(cfg, progress=lambda m: None)
+    ctx = parts.BuildContext(cfg, progress=lambda m: None)
     plan = Plan(ctx.outdir, 2)
-    for pkg in packages.enabled(cfg.values):
-        plan.add(*pkg.steps(ctx))
-    from seedfw.compress import stage as compress_stage     # as seedfw.build.STAGES does
-    compress_stage.add_steps(plan, ctx)
-    artifacts = steps.add_steps(plan, ctx)
+    for part in parts.enabled(cfg.values):
+        plan.add(*part.steps(ctx))
+    artifacts = FirmwareImagePart().artifacts(ctx)
     records = plan.run()
     return ctx, artifacts, {r["step"]: r["action"] for r in records}
 
 
 @pytest.mark.slow
-def test_rk3588_build_gives_fit_with_bl31_segments(tmp_path_factory):
+def test_rk3588_firmware_fit_leaves_bl31_to_uboot(tmp_path_factory):
     import builds
 
     result = builds.build_board("rk3588", tmp_path_factory)
@@ -349,25 +347,28 @@ def test_rk3588_build_gives_fit_with_bl31_segments(tmp_path_factory):
     assert itb in artifacts and itb.is_file()
     listing = subprocess.run(["dumpimage", "-l", str(itb)], capture_output=True, text=True,
                              check=True).stdout
-    # One image per BL31 load segment (DRAM at 0x40000 ..., PMU SRAM at 0xff100000), then the
-    # table, the fragment and the 4 models.
+    # BL31 travels in U-Boot's u-boot.itb (SPL loads it from there), so the firmware FIT carries
+    # no second copy: the table, the fragment and the 4 models only.
     from elftools.elf.elffile import ELFFile
 
-    from seedfw.images.steps import firmware_for
+    from seedfw.parts.firmware_image import bl31_image
 
-    # the BL31 the FIT carries: with RK3588_COMPRESS_RODATA (the defconfig) bl31-lz4.elf
-    with open(firmware_for(ctx)["bl31"], "rb") as f:
+    assert "bl31" not in listing
+    for i, name in enumerate(["dvfs", "opp", "model-yolov8s"]):
+        assert f" Image {i} ({name})" in listing
+    report = inspect(itb)
+    assert report.ok and len(report.rows) == 6
+    # ... and u-boot.itb carries every BL31 load segment (with RK3588_COMPRESS_RODATA, the
+    # defconfig, those of bl31-lz4.elf), each at its load address with its sha256
+    with open(bl31_image(ctx), "rb") as f:
         segs = [(s["p_paddr"], s.data()) for s in ELFFile(f).iter_segments()
                 if s["p_type"] == "PT_LOAD" and s["p_filesz"]]
-    names = [f"bl31-{i + 1}" for i in range(len(segs))] + ["dvfs", "opp", "model-yolov8s"]
-    for i, name in enumerate(names):
-        assert f" Image {i} ({name})" in listing
+    uboot = subprocess.run(["dumpimage", "-l", str(ctx.images / "u-boot.itb")],
+                           capture_output=True, text=True, check=True).stdout
     for addr, data in segs:
-        assert f"Load Address: 0x{addr:08x}" in listing
-        assert hashlib.sha256(data).hexdigest() in listing
+        assert f"Load Address: 0x{addr:08x}" in uboot
+        assert hashlib.sha256(data).hexdigest() in uboot
     assert {0x40000, 0xff100000} <= {a for a, _ in segs}
-    report = inspect(itb)
-    assert report.ok and len(report.rows) == len(segs) + 6
     assert inspect(ctx.images / "rk3588-boot.pkg").ok
     _, _, again = run_image_step(result)                       # nothing changed: nothing runs
     assert set(again.values()) == {"skipped"}

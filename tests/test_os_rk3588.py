@@ -1,4 +1,4 @@
-"""rk3588's OS in the SD/eMMC image (seedfw.buildroot.rk3588_os, seedfw.images.disk): Debian's
+"""rk3588's OS in the SD/eMMC image (seedfw.parts.os_boot_files, seedfw.parts.disk): Debian's
 generic kernel + rk3588-rock-5b.dtb with the OPP overlay + Buildroot initramfs + extlinux.conf in
 an ext4 "boot" partition, and Buildroot's rootfs as the ext4 "rootfs" partition.
 
@@ -24,9 +24,10 @@ import pytest
 import builds
 from cli import invoke
 from seedfw import boards, util
-from seedfw.buildroot import rk3588_os
+from seedfw.parts import os_boot_files as rk3588_os
 from seedfw.errors import SeedfwError
-from seedfw.images import disk, fdt, gpt
+from seedfw.images import fdt, gpt
+from seedfw.parts import disk
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAGMENT = ROOT / "configs" / "buildroot.fragment"

@@ -434,7 +434,7 @@ def test_html_has_the_os_section(outdirs, tmp_path):
     code from it, as in a real build (tests/test_buildroot.py checks those against Buildroot)."""
     import subprocess
     from seedfw.buildroot import mirror
-    from seedfw.packages.buildroot import cpio_entries, package_sizes
+    from seedfw.parts.buildroot import cpio_entries, package_sizes
     out = tmp_path / "out"
     shutil.copytree(outdirs["base"], out, ignore=shutil.ignore_patterns("report"))
     br = tmp_path / "buildroot-standin"

@@ -11,7 +11,7 @@ import pytest
 
 from seedfw import sources
 from seedfw.errors import SeedfwError
-from seedfw.packages import tfa
+from seedfw.parts import tfa
 
 GOOD = b"pinned content\n" * 100
 

@@ -20,8 +20,9 @@ from c_layout import c_layout, c_macros
 from cli import invoke, one_error_line
 from seedfw.debian_pool import pool_directory
 from seedfw.errors import SeedfwError
-from seedfw.images import idblock, rockchip
-from seedfw.packages import rkbin
+from seedfw.images import idblock
+from seedfw.parts import uboot_rockchip as rockchip
+from seedfw.parts import rkbin
 
 DDR_BLOB = rkbin.DDR.name
 

@@ -27,7 +27,7 @@ _REGION = {
 
 SCHEMA = {
     "type": "object",
-    "required": ["name", "vendor", "description", "soc", "arch", "cpu", "memory", "image",
+    "required": ["name", "vendor", "description", "soc", "arch", "cpu", "memory", "boot", "image",
                  "flash", "dvfs", "counters"],
     "additionalProperties": False,
     "properties": {
@@ -72,6 +72,25 @@ SCHEMA = {
                     "properties": {k: {"type": "integer", "minimum": 0}
                                    for k in ("base", "size", "sector_size")},
                 },
+            },
+        },
+        # How the board boots, as data: the parts read this instead of asking which SoC it is.
+        #   rom:     what reads the first bytes (rockchip: the RK3588 boot ROM, an RKNS idblock at
+        #            sector 64 and a maskrom loader over USB; qemu-bios: QEMU's -bios flash;
+        #            cortex-m: the vector table at the flash base)
+        #   flow:    how the OS is reached (raw: no OS; bios: firmware only; os-fit: U-Boot verifies
+        #            an OS FIT in the "boot" partition; extlinux: U-Boot's bootstd reads
+        #            /extlinux/extlinux.conf from an ext4 "boot" partition)
+        #   storage: where the disk image goes (sd-emmc, virtio, flash)
+        #   dtb / compatible: the kernel package's DT for this board and the compatible it must carry
+        "boot": {
+            "type": "object", "required": ["rom", "flow", "storage"], "additionalProperties": False,
+            "properties": {
+                "rom": {"enum": ["rockchip", "qemu-bios", "cortex-m"]},
+                "flow": {"enum": ["raw", "bios", "os-fit", "extlinux"]},
+                "storage": {"enum": ["sd-emmc", "virtio", "flash"]},
+                "dtb": {"type": "string", "minLength": 1},
+                "compatible": {"type": "string", "minLength": 1},
             },
         },
         "image": {
@@ -127,6 +146,11 @@ class Board:
     @property
     def uart(self) -> dict | None:
         return self.raw.get("uart")
+
+    @property
+    def boot(self) -> dict:
+        """board.yaml's `boot:` block (rom, flow, storage, dtb, compatible)."""
+        return self.raw["boot"]
 
     @property
     def image(self) -> dict:

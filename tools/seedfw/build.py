@@ -1,35 +1,22 @@
-"""The build, top-down: configure → plan (packages, then stages) → run → manifest → report.
+"""The build, top-down: configure → plan (every enabled part's steps) → run → manifest → report.
 
-Packages (TF-A, payload, MCU) come from seedfw.packages; the stages after them plug in through
-`STAGES`, each a module providing
-    add_steps(plan: seedfw.plan.Plan, ctx: seedfw.packages.BuildContext) -> list[pathlib.Path]
-that adds its steps to the plan (depending on e.g. "tfa.build") and returns the artifacts it
-leaves in <out>/images/. The report describes what the manifest lists, so it comes last.
+Everything the build schedules is a part (seedfw.parts: one module each, one registry). Each part
+adds its steps and declares its artifacts and the files the board reads at boot; what runs before
+what comes from the files each step needs (seedfw.plan). The report describes what the manifest
+lists, so it comes last.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, ccache, packages, paths, util
+from . import __version__, ccache, parts, paths, util
 from . import config as config_mod
 from .plan import Plan
 from .report import stage as report_stage
-
-# Modules providing add_steps, in pipeline order.
-STAGES = [
-    "seedfw.compress.stage",      # LZ4 section compression of built ELFs, compression.json
-    "seedfw.images.steps",        # DVFS tables + hints, models, FIT / boot package
-    "seedfw.images.rockchip",     # rk3588: binman → u-boot-rockchip.bin & co., checked
-    "seedfw.buildroot.osimage",   # OS FIT (kernel + Buildroot initramfs) for U-Boot's "boot" part.
-    "seedfw.buildroot.rk3588_os", # rk3588: kernel, DT + OPP overlay, extlinux.conf for "boot"
-    "seedfw.images.disk",         # GPT disk image (genimage) + .bmap
-    "seedfw.images.loader",       # rk3588: maskrom loader (rkdeveloptool db) from rkbin's recipe
-]
 
 
 @dataclass
@@ -69,20 +56,16 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
     cfg = config_mod.configure(board, output, fragments, strict)
     for warning in cfg.warnings:
         say(f"[yellow]warning:[/] {warning}", markup=True)
-    ctx = packages.BuildContext(cfg, progress=lambda m: say(m, markup=False, highlight=False))
+    ctx = parts.BuildContext(cfg, progress=lambda m: say(m, markup=False, highlight=False))
     say(f"[bold]{board}[/]{counter}: build {ctx.build_id} → {_shown(ctx.outdir)}")
 
     plan = Plan(ctx.outdir, jobs, console, jobserver=jobserver)
     artifacts: list[Path] = []
     declared = []           # BootArtifacts: what the board reads at boot (see write_manifest)
-    for pkg in packages.enabled(cfg.values):
-        plan.add(*pkg.steps(ctx))
-        artifacts += pkg.artifacts(ctx)
-        declared += pkg.boot_artifacts(ctx)
-    for name in STAGES:
-        module = importlib.import_module(name)
-        artifacts += module.add_steps(plan, ctx) or []
-        declared += getattr(module, "boot_artifacts", lambda c: [])(ctx)
+    for part in parts.enabled(cfg.values):
+        plan.add(*part.steps(ctx))
+        artifacts += part.artifacts(ctx)
+        declared += part.boot_artifacts(ctx)
 
     ccache.begin(ctx)                 # this build's stats log (the remote: first compile)
     records = plan.run()
@@ -103,11 +86,11 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
 def write_manifest(ctx, artifacts: list[Path], declared=()) -> dict:
     """<out>/manifest.json: board, config hash, build id and each artifact's sha256, size and role.
 
-    `declared`: the BootArtifacts the packages and stages declared (what the board reads at boot
+    `declared`: the BootArtifacts the parts declared (what the board reads at boot
     and from where); a declared file carries its declaration under "declared" and, when the
     board reads it from storage at boot (at_boot), role "boot"; and
     "flash" lists, per flash backend, the files `invoke flash` programs by default (in order).
-    A file that a package marked as a placeholder (uboot.json "non_functional") carries
+    A file that a part marked as a placeholder (uboot.json "non_functional") carries
     "functional": false, and the manifest "non_functional" names them all.
     Paths are relative to the output directory, so two output dirs of the same build give the same
     manifest.
@@ -155,7 +138,7 @@ def non_functional(images: Path) -> dict[str, str]:
 
 
 def artifact_role(path: Path, boot) -> str:
-    """"boot": read from storage at boot (declared by its package); "debug": ELFs (symbols,
+    """"boot": read from storage at boot (declared by its part); "debug": ELFs (symbols,
     GDB); "aux": everything else (intermediate binaries, tables, image descriptions)."""
     if path.name in boot:
         return "boot"

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from . import yamlfile
 from .errors import SeedfwError
-from .util import atomic_path, run, write_bytes, write_text
 
 MAGIC = 0x53465644
 VERSION = 1
@@ -398,34 +397,3 @@ def to_c_header(table: Table, default_profile: str) -> str:
 
 def with_hints(table: Table, hints) -> Table:
     return Table(table.path, table.domains, table.profiles, tuple(hints))
-
-
-# --------------------------------------------------------------------------- build stage
-
-def build_outputs(board, config_values: dict, outdir: str | Path, elf_paths=(),
-                  dvfs_file: str | Path | None = None,
-                  log: str | Path | None = None) -> dict[str, Path]:
-    """The DVFS stage of a build: validate, harvest hints, write the three outputs.
-
-    Writes <outdir>/dvfs/{dvfs.bin, opp.dts, opp.dtb, dvfs_table.h}; returns {"bin", "dts",
-    "dtb", "header"} → Path. `dvfs_file` overrides board.dvfs_file (tests).
-    """
-    from . import dvfs_hints  # imports this module: a top-level import would be circular
-
-    table = load(dvfs_file if dvfs_file is not None else board.dvfs_file)
-    profile = config_values.get("POWER_PROFILE", "balanced")
-    hints = []
-    for elf in elf_paths:
-        hints += dvfs_hints.check(table, dvfs_hints.harvest(elf), profile, elf)
-    # Sorted: the order of records inside a section is the compiler's choice, not an interface,
-    # and the table must be byte-identical across rebuilds.
-    table = with_hints(table, sorted(hints, key=lambda h: (h.domain, h.name)))
-    out = Path(outdir) / "dvfs"
-    paths = {"bin": out / "dvfs.bin", "dts": out / "opp.dts", "dtb": out / "opp.dtb",
-             "header": out / "dvfs_table.h"}
-    write_bytes(paths["bin"], encode(table, profile))
-    write_text(paths["dts"], to_dts(table))
-    write_text(paths["header"], to_c_header(table, profile))
-    with atomic_path(paths["dtb"]) as tmp:
-        run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", tmp, paths["dts"]], log=log)
-    return paths

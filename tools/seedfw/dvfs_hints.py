@@ -15,7 +15,9 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from . import dvfs
 from .dvfs import HINT, Table
+from .util import atomic_path, run, write_bytes, write_text
 from .errors import SeedfwError
 
 SECTION = ".dvfs_hint"
@@ -118,3 +120,34 @@ def check(table: Table, hints, default_profile: str, elf_path=None) -> list[Hint
         resolved.append(Hint(h.name, dom.name, h.criticality, h.latency_slack_ns, h.freq_min_mhz,
                              h.voltage_mv, h.source))
     return resolved
+
+
+# --------------------------------------------------------------------------- build outputs
+# (here, not in dvfs.py: the outputs carry the harvested hints, and dvfs.py must not import
+# this module, which reads its record layout)
+
+def build_outputs(board, config_values: dict, outdir: str | Path, elf_paths=(),
+                  dvfs_file: str | Path | None = None,
+                  log: str | Path | None = None) -> dict[str, Path]:
+    """The DVFS stage of a build: validate, harvest hints, write the three outputs.
+
+    Writes <outdir>/dvfs/{dvfs.bin, opp.dts, opp.dtb, dvfs_table.h}; returns {"bin", "dts",
+    "dtb", "header"} → Path. `dvfs_file` overrides board.dvfs_file (tests).
+    """
+    table = dvfs.load(dvfs_file if dvfs_file is not None else board.dvfs_file)
+    profile = config_values.get("POWER_PROFILE", "balanced")
+    hints = []
+    for elf in elf_paths:
+        hints += check(table, harvest(elf), profile, elf)
+    # Sorted: the order of records inside a section is the compiler's choice, not an interface,
+    # and the table must be byte-identical across rebuilds.
+    table = dvfs.with_hints(table, sorted(hints, key=lambda h: (h.domain, h.name)))
+    out = Path(outdir) / "dvfs"
+    paths = {"bin": out / "dvfs.bin", "dts": out / "opp.dts", "dtb": out / "opp.dtb",
+             "header": out / "dvfs_table.h"}
+    write_bytes(paths["bin"], dvfs.encode(table, profile))
+    write_text(paths["dts"], dvfs.to_dts(table))
+    write_text(paths["header"], dvfs.to_c_header(table, profile))
+    with atomic_path(paths["dtb"]) as tmp:
+        run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", tmp, paths["dts"]], log=log)
+    return paths

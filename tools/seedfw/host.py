@@ -100,7 +100,7 @@ NEEDS: list[Need] = [
     Need("file", "file", "buildroot: Buildroot's dependency check, binary architecture checks"),
     Need("perl", "perl", "buildroot: Buildroot's dependency check and package scripts"),
     Need("git", "git", "buildroot: fetch the pinned tag when no mirror holds the tarball"),
-    # U-Boot (seedfw.packages.uboot): its host tools, pylibfdt for binman, binman's ELF splitting
+    # U-Boot (seedfw.parts.uboot): its host tools, pylibfdt for binman, binman's ELF splitting
     Need("bison", "bison", "build: U-Boot's Kconfig and dtc parsers"),
     Need("flex", "flex", "build: U-Boot's Kconfig and dtc lexers"),
     Need("swig", "swig", "build: U-Boot's pylibfdt (binman reads device trees with it)"),
@@ -113,7 +113,7 @@ NEEDS: list[Need] = [
     Need("/usr/include/gnutls/gnutls.h", "libgnutls28-dev", "build: U-Boot's host tools "
          "(mkeficapsule)", "file"),
     Need("/usr/include/uuid/uuid.h", "uuid-dev", "build: U-Boot's host tools (mkeficapsule)", "file"),
-    # Disk images (seedfw.images.disk) and the sdcard runner
+    # Disk images (seedfw.parts.disk) and the sdcard runner
     Need("genimage", "genimage", "build: GPT disk image of SD card / virtio disk"),
     Need("mke2fs", "e2fsprogs", "build: the ext4 boot and rootfs file systems of the disk image"),
     Need("debugfs", "e2fsprogs", "build: inode times of the disk's ext4 file systems "

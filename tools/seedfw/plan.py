@@ -53,7 +53,10 @@ class Step:
 
     name:     unique in a plan, "<package>.<action>" (e.g. "tfa.build")
     run:      called with the Step when it must run; raises SeedfwError on failure
-    deps:     names of steps that must finish first (their stamps feed this one's)
+    deps:     names of steps of the same part that must finish first (their stamps feed this one's)
+    needs:    files this step reads that other steps make: the plan links each to the step that
+              declares it among its `outputs` (a dependency, like `deps`); a file no step
+              declares is an input of the build (a source, a board file) and links to nothing
     after:    order-only dependencies (make's `| prereq`): must finish first, but their stamps do not
               feed this one's — for steps whose inputs already name what they take from them
     inputs:   JSON-able dict, or a callable returning one, of everything that affects the result
@@ -67,6 +70,7 @@ class Step:
     name: str
     run: Callable[["Step"], None]
     deps: tuple[str, ...] = ()
+    needs: tuple[Path, ...] = ()
     after: tuple[str, ...] = ()
     inputs: dict | Callable[[], dict] = field(default_factory=dict)
     version: str = "1"
@@ -235,8 +239,27 @@ class Plan:
             step.log = self.log_dir / f"{step.package or step.name}.log"
             self.steps[step.name] = step
 
+    def link(self) -> None:
+        """Turn every step's `needs` into dependencies on the steps whose `outputs` hold them.
+
+        Why from files and not from step names: a part then never names another part's steps,
+        and a step depends on exactly what it reads (the firmware image does not wait for the
+        root file system). Two steps declaring one output would make the link ambiguous: refused.
+        """
+        producers: dict[Path, str] = {}
+        for step in self.steps.values():
+            for out in step.outputs:
+                other = producers.setdefault(Path(out), step.name)
+                if other != step.name:
+                    raise SeedfwError(f"steps '{other}' and '{step.name}' both declare {out}")
+        for step in self.steps.values():
+            linked = [producers[Path(n)] for n in step.needs
+                      if producers.get(Path(n)) not in (None, step.name)]
+            step.deps = tuple(dict.fromkeys((*step.deps, *linked)))
+
     def order(self) -> list[str]:
         """Topological order; unknown dependencies and cycles are errors."""
+        self.link()
         done: list[str] = []
         state: dict[str, int] = {}
 

@@ -47,7 +47,7 @@ def package_args(board, images: Path) -> list[str]:
     disk = images / f"{board.name}-disk.img"
     if (images / "u-boot.bin").is_file() and disk.is_file():
         # U-Boot is BL33: it reads the firmware FIT (payload + package) from this virtio disk,
-        # as a board reads its SD card (seedfw.images.disk; the boot script: packages/uboot.py).
+        # as a board reads its SD card (seedfw.parts.disk; the boot script: packages/uboot.py).
         return ["-semihosting-config", "enable=on,target=native",
                 "-drive", f"if=none,format=raw,file={disk},id=seedfw-disk",
                 "-device", "virtio-blk-device,drive=seedfw-disk"]

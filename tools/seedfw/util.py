@@ -258,3 +258,14 @@ def file_lock(path: str | os.PathLike, what: str, say=None) -> Iterator[None]:
 def _command_line() -> str:
     argv = [os.path.basename(sys.argv[0])] + sys.argv[1:] if sys.argv and sys.argv[0] else ["python"]
     return shlex.join(argv)[:300]
+
+
+# Symbols that change how the build runs, never what it makes (the compiler cache, whose hits
+# are the compiler's own objects): kept out of the hash, so the build id the firmware prints,
+# and with it every image, is the same with the cache on, off, local or remote.
+NOT_HASHED = ("CCACHE", "CCACHE_DIR", "CCACHE_REMOTE_STORAGE")
+
+
+def config_hash(values: dict) -> str:
+    values = {k: v for k, v in values.items() if k not in NOT_HASHED}
+    return sha256_bytes(json.dumps(values, sort_keys=True).encode())

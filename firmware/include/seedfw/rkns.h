@@ -2,7 +2,9 @@
  * The RK3588 boot ROM's idblock header ("RKNS", header v2): the one definition of its layout in
  * seedfw. Read by tools/seedfw/images/idblock.py (inspect, and the build's check of what binman
  * wrote); tests/test_uboot.py checks that module against this header with the C compiler.
- * Written by U-Boot's mkimage (-T rksd / rkspi), not by us.
+ * Written by U-Boot's mkimage (-T rksd / rkspi) for storage, and by us (tools/seedfw/images/
+ * ldr_format.py) as the UsbHead / FlashHead entries of a NEWIDB maskrom loader, where the images
+ * are the loader entries that follow the header (tests/test_loader.py checks that module).
  *
  * Layout as the boot ROM reads it at storage sector 64 (eMMC/SD; 0x8000 in SPI NOR), from
  * Rockchip's public description and U-Boot's documentation of the format:
@@ -27,6 +29,8 @@
 #define RKNS_HASH_SHA256    1u
 #define RKNS_HASH_SHA512    2u
 #define RKNS_HEADER_SECTORS 4u           /* images start after the 2 KiB header */
+#define RKNS_BOOT1_WORDS    8u
+#define RKNS_HASH_WORDS     0x180u       /* hash at byte 0x600: what boot_merger 1.35 writes */
 
 struct rkns_image {
 	uint32_t size_and_off;   /* [31:16] size in sectors, [15:0] offset in sectors */
@@ -42,7 +46,8 @@ struct rkns_header {
 	uint8_t reserved[4];
 	uint32_t size_and_nimage;  /* [31:16] image count, [15:0] offset of `hash` in 32-bit words */
 	uint32_t boot_flag;        /* [3:0] hash algorithm */
-	uint8_t reserved1[104];
+	uint8_t reserved1[72];
+	uint32_t boot1_param[RKNS_BOOT1_WORDS]; /* a loader recipe's [BOOT1_PARAM] WORD_0..WORD_7 */
 	struct rkns_image images[RKNS_MAX_IMAGES];
 	uint8_t reserved2[1064];
 	uint8_t hash[512];         /* digest (or signature) of the header before this field */

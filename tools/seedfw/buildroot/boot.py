@@ -3,7 +3,7 @@
 Two ways, the first whenever the build made what it needs:
   * chain: QEMU starts TF-A (BL1 → BL2 → BL31) from the secure flash, BL31 starts U-Boot 2025.01,
     which verifies the firmware FIT from the virtio disk, copies the boot package to the board's
-    "boot-package" region, verifies the OS FIT (seedfw.buildroot.osimage) from the "boot"
+    "boot-package" region, verifies the OS FIT (seedfw.parts.os_fit) from the "boot"
     partition and runs its boot script: reserved-memory (no-map) over the package, then booti.
     The command line is `invoke run`'s (seedfw.qemu.command).
   * direct (a build without U-Boot or the OS FIT): QEMU loads kernel, initramfs and DT itself

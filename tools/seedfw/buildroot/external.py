@@ -57,7 +57,7 @@ def fragment(cfg, known: set[str] | None = None) -> list[str]:
              "# BR2_TARGET_ROOTFS_TAR is not set"]
     if v.get("BUILDROOT_ROOTFS_CPIO"):
         lines.append("BR2_TARGET_ROOTFS_CPIO=y")
-    # BUILDROOT_ROOTFS_EXT4 maps to nothing here: seedfw.images.disk makes the ext4 from
+    # BUILDROOT_ROOTFS_EXT4 maps to nothing here: seedfw.parts.disk makes the ext4 from
     # rootfs.cpio with the host's mke2fs (Buildroot's ext4 needs host-e2fsprogs, not offline).
     if v.get("BUILDROOT_AGENT"):
         lines.append("BR2_PACKAGE_SEEDFW_AGENT=y")
@@ -182,8 +182,8 @@ def agent_args(cfg) -> str:
     if region is None:
         return ""
     # Both boards' OS images carry the OPP overlay (qemu-aarch64: U-Boot applies it from the OS
-    # FIT, seedfw.buildroot.osimage; rk3588: applied to the board DT at build time,
-    # seedfw.buildroot.rk3588_os): the agent checks the live DT against the DVFS table.
+    # FIT, seedfw.parts.os_fit; rk3588: applied to the board DT at build time,
+    # seedfw.parts.os_boot_files): the agent checks the live DT against the DVFS table.
     return f"--mem 0x{region.base:x}:0x{region.size:x} --dt-opp /proc/device-tree"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from invoke.exceptions import Exit
 
 from . import command
-from .. import boards, dvfs as dvfs_mod, models as models_mod, textout
+from .. import boards, dvfs as dvfs_mod, dvfs_hints, models as models_mod, textout
 from ..errors import SeedfwError
 from ..images import inspect as inspect_mod
 
@@ -55,7 +55,7 @@ def dvfs(c, board=None, file=None, profile="balanced", output=None):
     table = dvfs_mod.load(path)
     table.profile(profile)
     if output:
-        paths = dvfs_mod.build_outputs(boards.get(board) if board else None,
+        paths = dvfs_hints.build_outputs(boards.get(board) if board else None,
                                        {"POWER_PROFILE": profile}, output, dvfs_file=path)
         for p in paths.values():
             print(os.path.relpath(p))

@@ -30,7 +30,7 @@ def buildroot(c, board=None, output=None):
     from ..buildroot import hosttar, make, tree
 
     name = default_board(board)
-    # Buildroot's O= of seedfw.packages.buildroot (<out>/build/buildroot)
+    # Buildroot's O= of seedfw.parts.buildroot (<out>/build/buildroot)
     brout = output_dir(name, output) / "build" / "buildroot"
     if not (brout / ".config").is_file():
         raise SeedfwError(f"no Buildroot output yet (enable CONFIG_BUILDROOT and run "
@@ -94,12 +94,11 @@ def legal(c, board=None, output=None):
     Licence bundle + CycloneDX SBOM of the whole firmware: Buildroot's legal-info plus TF-A,
     U-Boot, rkbin blobs and the kernel package, in <out>/legal/."""
     from .. import config as kcfg
-    from ..buildroot import legal as brlegal
-    from ..packages import BuildContext
-    from ..packages.buildroot import BuildrootPackage
+    from .. import legal as brlegal
+    from ..parts import BuildContext
 
     name = default_board(board)
     cfg = kcfg.resolve(name, output)
     cfg.values = kcfg.load_values(cfg.outdir)       # what was built (fragments included)
     ctx = BuildContext(cfg)
-    brlegal.bundle(ctx, BuildrootPackage.output(ctx))
+    brlegal.bundle(ctx)

@@ -1,10 +1,10 @@
-"""Section compression in the build: Kconfig → settings, and one compression.json per build.
+"""Section compression settings (Kconfig → Settings) and the merged compression.json.
 
 The packages compress what they build, in steps of their own, because where a container goes is
 specific to each image: TF-A BL31 (`tfa.compress`, seedfw.compress.bl31) and the BL33 payload
 (`payload.compress`). Each such step hands the plan a *fragment* (`<out>/build/compress/
 <owner>.json`: the sections it compressed, the file they went into, and the boot image that file
-ends up in). This stage adds one step, `compress.report`, after them: it merges the fragments into
+ends up in). The compress part (seedfw.parts.compress) adds one step, `compress.report`, after them: it merges the fragments into
 `<out>/compression.json` (one file for the whole build; seedfw.report reads it) and prints the
 per-section table (raw, without/with dictionary, dictionary bytes stored, net gain, blocks).
 
@@ -15,12 +15,9 @@ COMPRESS_DICT_PATH, TFA_COMPRESS_RODATA.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
 from ..paths import ROOT
@@ -160,45 +157,3 @@ def table(doc: dict) -> str:
             lines.append(f"{'owner':<8}{row[0]}")
         lines.append(f"{sec['owner']:<8}{row[1]}  -> {sec['image']}")
     return "\n".join(lines)
-
-
-# ---- the stage ---------------------------------------------------------------------------------
-
-def owners(ctx) -> list[str]:
-    """Which packages compress something in this configuration."""
-    v = ctx.values
-    out = []
-    if v.get("TFA") and v.get("TFA_COMPRESS_RODATA"):
-        out.append("tfa")
-    if v.get("PAYLOAD") and v.get("COMPRESS_SECTIONS"):
-        out.append("payload")
-    return out
-
-
-def add_steps(plan, ctx) -> list[Path]:
-    who = [o for o in owners(ctx) if f"{o}.compress" in plan.steps]
-    out = ctx.outdir / "compression.json"
-    if not who:
-        # Compression turned off: a compression.json from an earlier build would describe images
-        # this build no longer makes, and the report reads it. (Stamps: the step is not in the
-        # plan, so turning compression on again re-runs it.)
-        out.unlink(missing_ok=True)
-        (plan.stamp_dir / "compress.report.stamp").unlink(missing_ok=True)
-        return []
-
-    def run(step):
-        s = settings(ctx.values, ctx.outdir / ".config")
-        fragments = [json.loads(fragment_path(ctx.outdir, o).read_text()) for o in who]
-        doc = merge(fragments, s)
-        staged = util.write_json(ctx.build_dir("compress") / "compression.json", doc)
-        step.install({out: staged})
-        ctx.progress(f"  compression ({s.block_size} B blocks, HC {s.level}, dictionary "
-                     f"{s.dict_source} {s.dict_size} B):")
-        for line in table(doc).splitlines():
-            ctx.progress(f"    {line}")
-        ctx.progress(f"    written to {os.path.relpath(out, ctx.outdir)}")
-
-    plan.add(plan_mod.Step("compress.report", run, deps=tuple(f"{o}.compress" for o in who),
-                           inputs={"owners": who}, version=VERSION, package="compress",
-                           outputs=(out,)))
-    return []

@@ -30,10 +30,10 @@ NO_DEVICE_MARKERS = ("not found any devices", "did not find any rockusb device",
 
 
 def default_sector(image: Path) -> int:
-    """Where an image belongs on the card (seedfw.images.disk's layout): a GPT disk image at
+    """Where an image belongs on the card (seedfw.parts.disk's layout): a GPT disk image at
     sector 0, an RKNS idblock image (u-boot-rockchip.bin) at 64, a FIT (our firmware FIT) at the
     start of the firmware partition."""
-    from ..images import disk
+    from ..parts import disk
     with open(image, "rb") as f:
         head = f.read(1024)
     if head[512:520] == b"EFI PART":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from .. import dvfs, models
+from .. import dvfs_hints, models
 from ..paths import ROOT
 from ..util import write_json
 from . import fit, package
@@ -38,7 +38,7 @@ def collect_entries(config_values: dict, board, images_dir: str | Path,
                     firmware_paths: Mapping[str, str | Path], elf_paths=(),
                     log: str | Path | None = None) -> list[Entry]:
     """firmware (in the given order), DVFS table, OPP fragment, models (manifest order)."""
-    outs = dvfs.build_outputs(board, config_values, images_dir, elf_paths, log=log)
+    outs = dvfs_hints.build_outputs(board, config_values, images_dir, elf_paths, log=log)
     entries: list[Entry] = [e for n, p in firmware_paths.items() for e in firmware_entries(board, n, p)]
     entries.append(DvfsEntry("dvfs", outs["bin"].read_bytes()))
     entries.append(FdtEntry("opp", outs["dtb"].read_bytes()))

@@ -20,7 +20,7 @@ EXT4_MAGIC_AT = 1024 + 56
 
 
 def recognises(blob: bytes) -> bool:
-    return blob[:4] in (idblock.MAGIC, b"LDR ") or gpt.is_gpt(blob) or \
+    return blob[:4] in (idblock.MAGIC, b"LDR ", b"BOOT") or gpt.is_gpt(blob) or \
         blob[idblock.SPI_IDBLOCK_OFFSET:idblock.SPI_IDBLOCK_OFFSET + 4] == idblock.MAGIC
 
 
@@ -41,7 +41,7 @@ def inspect(path: Path, blob: bytes, report_cls, row_cls, fit_reader):
     """Report for an RKNS image, a GPT disk image or an LDR loader. `fit_reader(path, blob)`
     reads a FIT (seedfw.images.inspect's, so FIT rows look the same everywhere)."""
     why = placeholder_reason(path)
-    if blob[:4] == b"LDR ":
+    if blob[:4] in (b"LDR ", b"BOOT"):          # maskrom loader with / without NEWIDB
         from . import loader
         return loader.inspect_report(path, blob, report_cls, row_cls)
     if gpt.is_gpt(blob):

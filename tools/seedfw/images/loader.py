@@ -1,297 +1,127 @@
-"""The RK3588 maskrom loader (`rkdeveloptool db <loader>`), built by us from rkbin's recipe.
+"""The maskrom loader (`rkdeveloptool db <loader>`), built by us from a boot_merger recipe.
 
-Layout: firmware/include/seedfw/ldr.h (the one definition; tests/test_loader.py checks the
-structs below against it). Recipe: rkbin's RKBOOT/RK3588MINIALL.ini (pinned, in
-seedfw.packages.rkbin): CODE471 = DDR init blob (Sleep=1 ms), CODE472 = USB plug, loaders
-FlashData = DDR init and FlashBoot = Rockchip SPL; RC4 off. The output keeps the .ini's name
-([OUTPUT] PATH, rk3588_spl_loader_v1.18.113.bin), since that is the file users know.
+Reference page (docs/loader.md). Builds: images/<the recipe's [OUTPUT] PATH> (default
+rk3588_spl_loader_v1.18.113.bin) and images/loader.json (each entry, its sha256, the blob it is).
+Kconfig: UBOOT, LOADER_RECIPE (the recipe: the pinned rkbin file's name, default
+RK3588MINIALL.ini on rk3588, or a path to a local .ini; empty: no loader),
+UBOOT_ALLOW_MISSING_BLOBS. Inputs: the recipe and the pinned rkbin blobs it names
+(seedfw.parts.rkbin); SOURCE_DATE_EPOCH (the header's release time).
 
-Why we write it ourselves: Rockchip's boot_merger is a binary-only x86 tool; the container is a
-102-byte header, 57-byte entries, the blobs and a CRC32. `decode` reads one back (inspect, tests)
-and rejects any damage (bad tag, sizes, offsets outside the file, CRC).
+Why we write it ourselves: Rockchip's boot_merger is a binary-only x86 tool. The bytes are what
+boot_merger 1.35 writes for the same recipe except the release time (0x0e..0x14) and so the CRC
+(tests/test_loader.py compares with rkbin's own output). Format: seedfw.images.ldr_format,
+recipe: seedfw.images.ldr_recipe. `inspect_report` reads any loader back for `invoke inspect`.
 
-Stage entry for build.py (STAGES "seedfw.images.loader"): step "loader.build" for rk3588 with
-U-Boot; output images/<PATH from the .ini>, and images/loader.json (the entries and their sha256).
+The build's step is the loader part's (seedfw.parts.loader).
 """
 
 from __future__ import annotations
 
-import calendar
-import configparser
-import struct
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
+from . import idblock, ldr_recipe
+from .ldr_format import DATA_ALIGN, Loader, LoaderEntry, decode, encode, head_coverage
 
-TAG = b"LDR "
-HEADER = struct.Struct("<4sHII HBBBBB I BIB BIB BIB BB 57s")
-ENTRY = struct.Struct("<BI40sIII")
-ENTRY_471, ENTRY_472, ENTRY_LOADER = 1, 2, 4
-TYPE_NAMES = {ENTRY_471: "471 (DDR init)", ENTRY_472: "472 (USB plug)", ENTRY_LOADER: "loader"}
-DATA_ALIGN = 2048
-MERGER_VERSION = 0x01030000
-VERSION = "3"
+VERSION = "4"
 
 
-# ---- Rockchip's CRC32 (polynomial 0x04c10db7, MSB first, init 0, no final xor) ------------------
-
-def _table() -> list[int]:
-    out = []
-    for i in range(256):
-        c = i << 24
-        for _ in range(8):
-            c = ((c << 1) ^ 0x04C10DB7) if c & 0x80000000 else (c << 1)
-        out.append(c & 0xFFFFFFFF)
-    return out
+def _rkbin():
+    from ..parts import rkbin        # the pins (a codec module: imported when a loader is read)
+    return rkbin
 
 
-_CRC = _table()
+def pins() -> dict[str, str]:
+    """File name -> sha256 of every blob a recipe may name."""
+    return {f.name: f.sha256 for f in _rkbin().BLOBS}
 
 
-def rk_crc32(data: bytes, crc: int = 0) -> int:
-    for b in data:
-        crc = ((crc << 8) & 0xFFFFFFFF) ^ _CRC[((crc >> 24) ^ b) & 0xFF]
-    return crc
-
-
-# ---- the container --------------------------------------------------------------------------------
-
-@dataclass
-class LoaderEntry:
-    type: int
-    name: str
-    data: bytes
-    delay: int = 0
-    offset: int = 0          # set by encode / decode
-
-    @property
-    def kind(self) -> str:
-        return TYPE_NAMES.get(self.type, f"type {self.type}")
-
-
-@dataclass
-class Loader:
-    chip: str                # e.g. "RK3588"
-    version: tuple[int, int]
-    entries: list[LoaderEntry] = field(default_factory=list)
-    release: int = 0         # seconds since the epoch
-    crc_ok: bool = True
-
-
-def _bcd(n: int) -> int:
-    return int(str(n), 16)
-
-
-def _chip_type(chip: str) -> int:
-    code = chip.upper().removeprefix("RK")[:4].ljust(4, "\0").encode()
-    return int.from_bytes(code, "big")
-
-
-def encode(loader: Loader) -> bytes:
-    """The container bytes (header, entry tables in 471/472/loader order, aligned data, CRC)."""
-    groups = [[e for e in loader.entries if e.type == t] for t in (ENTRY_471, ENTRY_472, ENTRY_LOADER)]
-    table_at, offsets = HEADER.size, []
-    for g in groups:
-        offsets.append(table_at)
-        table_at += len(g) * ENTRY.size
-    data_at = -(-table_at // DATA_ALIGN) * DATA_ALIGN
-    tables, blobs = bytearray(), bytearray()
-    for g in groups:
-        for e in g:
-            e.offset = data_at + len(blobs)
-            padded = e.data + bytes(-len(e.data) % DATA_ALIGN)
-            if len(e.name) > 19:
-                raise SeedfwError(f"entry name '{e.name}' is longer than 19 characters")
-            name = e.name.encode("utf-16-le").ljust(40, b"\0")
-            tables += ENTRY.pack(ENTRY.size, e.type, name, e.offset, len(padded), e.delay)
-            blobs += padded
-    t = time.gmtime(loader.release)
-    major, minor = loader.version
-    header = HEADER.pack(TAG, HEADER.size, (_bcd(major) << 8) | _bcd(minor), MERGER_VERSION,
-                         t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                         _chip_type(loader.chip),
-                         len(groups[0]), offsets[0], ENTRY.size,
-                         len(groups[1]), offsets[1], ENTRY.size,
-                         len(groups[2]), offsets[2], ENTRY.size,
-                         0, 1, bytes(57))
-    body = header + tables + bytes(data_at - table_at) + blobs
-    return body + struct.pack("<I", rk_crc32(body))
-
-
-def decode(blob: bytes, source=None) -> Loader:
-    """Read a loader back; SeedfwError (naming the offset) for anything that does not add up.
-    A CRC mismatch is reported in `crc_ok`, not raised, so inspect can show the entries."""
-    if blob[:4] != TAG:
-        raise SeedfwError(f"not a Rockchip loader (tag {blob[:4]!r}, expected b'LDR ')", source,
-                          "offset 0x0")
-    if len(blob) < HEADER.size + 4:
-        raise SeedfwError("truncated loader header", source)
-    f = HEADER.unpack_from(blob)
-    if f[1] != HEADER.size:
-        raise SeedfwError(f"header size {f[1]}, expected {HEADER.size}", source, "offset 0x4")
-    version = f[2]
-    chip = "RK" + f[10].to_bytes(4, "big").decode(errors="replace").rstrip("\0")
+def read_recipe(path: Path) -> str:
+    if path.stat().st_size > 64 << 10:
+        raise SeedfwError("larger than 64 KiB: not a loader recipe", path)
     try:
-        release = calendar.timegm((f[4], f[5], f[6], f[7], f[8], f[9], 0, 0, 0))
-    except (OverflowError, ValueError):
-        release = 0
-    loader = Loader(chip, (int(f"{version >> 8:x}"), int(f"{version & 0xFF:x}")), [], release)
-    body = len(blob) - 4
-    for count, table_at, size, where in ((f[11], f[12], f[13], 0x1a), (f[14], f[15], f[16], 0x20),
-                                         (f[17], f[18], f[19], 0x26)):
-        if count and (size != ENTRY.size or table_at + count * size > body):
-            raise SeedfwError(f"entry table at 0x{table_at:x} ({count} x {size} bytes) does not "
-                              "fit the file", source, f"offset 0x{where:x}")
-        for i in range(count):
-            at = table_at + i * size
-            esize, etype, name, offset, dsize, delay = ENTRY.unpack_from(blob, at)
-            if offset + dsize > body or offset < HEADER.size:
-                raise SeedfwError(f"entry data at 0x{offset:x} ({dsize} bytes) is outside the "
-                                  "file", source, f"offset 0x{at + 45:x}")
-            loader.entries.append(LoaderEntry(
-                etype, name.decode("utf-16-le", errors="replace").split("\0")[0],
-                blob[offset:offset + dsize], delay, offset))
-    (stored,) = struct.unpack_from("<I", blob, body)
-    loader.crc_ok = rk_crc32(blob[:body]) == stored
-    return loader
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise SeedfwError("not a text file: not a loader recipe", path) from None
 
 
-# ---- the recipe --------------------------------------------------------------------------------
-
-def from_ini(ini_text: str, files: dict[str, Path], release: int, source=None) -> tuple[Loader, str]:
-    """(the loader rkbin's .ini describes, its output name). `files`: pinned blobs by file name;
-    a path in the .ini naming any other file is an error (we only pack pinned bytes)."""
-    ini = configparser.ConfigParser(interpolation=None)
-    ini.optionxform = str                       # keys are case-sensitive (Path1, FlashData)
-    try:
-        ini.read_string(ini_text)
-        chip = ini["CHIP_NAME"]["NAME"]
-        version = (int(ini["VERSION"]["MAJOR"]), int(ini["VERSION"]["MINOR"]))
-        output = ini["OUTPUT"]["PATH"]
-    except (configparser.Error, KeyError, ValueError) as exc:
-        raise SeedfwError(f"not a loader recipe: {exc}", source) from None
-    for flag in ("RC4_OFF", "471_RC4_OFF"):
-        if ini.get("FLAG", flag, fallback="false").lower() != "true":
-            raise SeedfwError(f"[FLAG] {flag} is not true: seedfw writes plain (RC4-off) loaders",
-                              source, f"FLAG.{flag}")
-
-    def blob(path: str, where: str) -> bytes:
-        name = Path(path).name
-        if name not in files:
-            raise SeedfwError(f"{path} is not a pinned rkbin file", source, where)
-        return files[name].read_bytes()
-
-    loader = Loader(chip, version, release=release)
-    for section, etype in (("CODE471_OPTION", ENTRY_471), ("CODE472_OPTION", ENTRY_472)):
-        opts = ini[section]
-        for i in range(1, int(opts.get("NUM", "0")) + 1):
-            path = opts[f"Path{i}"]
-            # names hold 19 UTF-16 characters: the stem's start ("rk3588_ddr_lp4_2112")
-            loader.entries.append(LoaderEntry(etype, Path(path).stem[:19],
-                                              blob(path, f"{section}.Path{i}"),
-                                              int(opts.get("Sleep", "0") or 0)))
-    opts = ini["LOADER_OPTION"]
-    for i in range(1, int(opts.get("NUM", "0")) + 1):
-        name = opts[f"LOADER{i}"]
-        loader.entries.append(LoaderEntry(ENTRY_LOADER, name, blob(opts[name], f"LOADER_OPTION.{name}")))
-    return loader, output
-
-
-# ---- build stage -------------------------------------------------------------------------------
-
-def wanted(ctx) -> bool:
-    return bool(ctx.values.get("UBOOT")) and ctx.board.soc == "rk3588"
-
-
-def output_name() -> str:
-    from ..packages import rkbin
-    return rkbin.LOADER_NAME
-
-
-def boot_artifacts(ctx):
-    from ..packages import BootArtifact
-    if not wanted(ctx):
-        return []
-    # Sent over USB in maskrom mode, never read from storage: not a boot-bytes figure.
-    return [BootArtifact(output_name(), "loader", "RK3588 boot ROM in maskrom mode (USB)",
-                         "sent over USB by `rkdeveloptool db`; never written to storage",
-                         at_boot=False)]
-
-
-def add_steps(plan, ctx) -> list[Path]:
-    if not wanted(ctx):
-        return []
-    from ..packages import Package, rkbin
-    out = [ctx.images / output_name(), ctx.images / "loader.json"]
-
-    def run(step):
-        work = Package.fresh_dir(ctx.build_dir("loader"))
-        try:
-            files = rkbin.fetch(step.log, lambda m: ctx.progress(f"  loader: {m}"))
-        except SeedfwError as exc:
-            if "sha256 mismatch" in exc.message:
-                raise
-            if not ctx.values.get("UBOOT_ALLOW_MISSING_BLOBS"):
-                raise SeedfwError(f"missing rkbin blobs for the maskrom loader: {exc.message} "
-                                  f"({rkbin.mirror_note()}; --allow-missing-blobs builds a "
-                                  "NON-FUNCTIONAL placeholder)", exc.file, exc.field) from None
-            why = f"placeholder: rkbin blobs unavailable: {exc.message} (--allow-missing-blobs)"
-            (work / output_name()).write_bytes(b"")
-            util.write_json(work / "loader.json", {"non_functional": {output_name(): why}})
-            step.install({o: work / o.name for o in out})
-            return
-        loader, name = from_ini(files[rkbin.INI.name].read_text(), files,
-                                util.source_date_epoch(), files[rkbin.INI.name])
-        if name != output_name():
-            raise SeedfwError(f"the recipe names its output {name}, expected {output_name()}",
-                              files[rkbin.INI.name], "OUTPUT.PATH")
-        blob = encode(loader)
-        back = decode(blob)                 # what we wrote must read back as what we meant
-        if not back.crc_ok or [(e.type, e.name, e.data[:len(o.data)]) for e, o in
-                               zip(back.entries, loader.entries)] != \
-                [(o.type, o.name, o.data) for o in loader.entries]:
-            raise SeedfwError("the loader does not read back as written", work / name)
-        util.write_bytes(work / name, blob)
-        util.write_json(work / "loader.json", {"recipe": rkbin.INI.name, "entries": [
-            {"type": e.kind, "name": e.name, "size": len(e.data), "delay_ms": e.delay,
-             "sha256": util.sha256_bytes(e.data)} for e in loader.entries]})
-        ctx.progress(f"  loader: {name} {len(blob):,} B from {rkbin.INI.name} "
-                     f"({', '.join(e.name for e in loader.entries)})")
-        step.install({o: work / o.name for o in out})
-
-    plan.add(plan_mod.Step("loader.build", run, inputs=lambda: {"pins": rkbin.SOURCE.pins(),
-                                                                  "epoch": util.source_date_epoch(),
-                                                                  "allow": bool(ctx.values.get(
-                                                                      "UBOOT_ALLOW_MISSING_BLOBS"))},
-                           version=VERSION, package="loader", outputs=tuple(out)))
-    return out
+def build_loader(recipe_path: Path, blobs: dict[str, Path], release: int) -> tuple[bytes, Loader, str]:
+    """(file bytes, the loader, output name) for a recipe; read back and checked before return."""
+    recipe = ldr_recipe.parse(read_recipe(recipe_path), recipe_path)
+    loader = ldr_recipe.to_loader(recipe, blobs, pins(), release)
+    blob = encode(loader)
+    back = decode(blob)                 # what we wrote must read back as what we meant
+    heads = check_heads(back)
+    plain = [e for i, e in enumerate(back.entries) if i not in heads]
+    if not back.crc_ok or not all(ok for ok, _ in heads.values()) or \
+            [(e.type, e.name, e.data[:len(o.data)]) for e, o in zip(plain, loader.entries)] != \
+            [(o.type, o.name, o.data) for o in loader.entries]:
+        raise SeedfwError("the loader does not read back as written", recipe_path)
+    return blob, loader, recipe.output
 
 
 # ---- inspect -----------------------------------------------------------------------------------
 
+def _pinned(data: bytes, blobs) -> str | None:
+    """The pinned blob these (descrambled, padded) bytes are, or None."""
+    for pin in blobs:
+        if len(data) == -(-pin.size // DATA_ALIGN) * DATA_ALIGN and \
+                util.sha256_bytes(data[:pin.size]) == pin.sha256 and not data[pin.size:].strip(b"\0"):
+            return pin.name
+    return None
+
+
 def inspect_report(path, blob, report_cls, row_cls):
-    from ..packages import rkbin
+    """Header + CRC, each UsbHead/FlashHead RKNS header (its digests and whether its images are the
+    entries after it), and every entry descrambled and matched against the pinned blobs."""
     loader = decode(blob, path)
-    known = {p.sha256: p.name for p in (rkbin.DDR, rkbin.USBPLUG, rkbin.SPL)}
     report = report_cls(path, "rockchip maskrom loader")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(loader.release))
     report.rows.append(row_cls("header + CRC32", "ldr", len(blob), len(blob), "rk-crc32",
-                               loader.crc_ok, f"{loader.chip} v{loader.version[0]}."
-                               f"{loader.version[1]}, {len(loader.entries)} entries"))
-    for e in loader.entries:
-        match = next((n for s, n in known.items()
-                      if util.sha256_bytes(e.data[:_pin_size(n)]) == s
-                      and not e.data[_pin_size(n):].strip(b"\0")), None)
-        detail = f"at 0x{e.offset:x}, delay {e.delay} ms"
-        detail += f", = pinned {match}" if match else ", not a pinned rkbin blob"
-        report.rows.append(row_cls(e.name, e.kind, len(e.data), len(e.data), "rk-crc32",
-                                   loader.crc_ok, detail))
+                               loader.crc_ok, f"{blob[:4].decode()} {loader.chip} "
+                               f"v{loader.version[0]}.{loader.version[1]}, released {when} UTC, "
+                               f"rc4 flags {int(loader.rc4_off)}/{int(loader.rc4_471_off)}, "
+                               f"{len(loader.entries)} entries"))
+    heads = check_heads(loader)
+    for i, e in enumerate(loader.entries):
+        how = "rc4" if e.scrambled else "plain"
+        if i in heads:
+            ok, detail = heads[i]
+            report.rows.append(row_cls(e.name, "rkns", len(e.data), len(e.data), "sha256", ok,
+                                       f"{how} at 0x{e.offset:x}: {detail}"))
+            continue
+        match = _pinned(e.data, _rkbin().BLOBS)
+        detail = f"{how} at 0x{e.offset:x}, delay {e.delay} ms, "
+        detail += f"= pinned {match}" if match else "matches no pinned blob"
+        report.rows.append(row_cls(e.name, e.kind, len(e.data), len(e.data), "sha256",
+                                   match is not None, detail))
     return report
 
 
-def _pin_size(name: str) -> int:
-    from ..packages import rkbin
-    return next(p.size for p in (rkbin.DDR, rkbin.USBPLUG, rkbin.SPL) if p.name == name)
+def check_heads(loader: Loader) -> dict[int, tuple[bool, str]]:
+    """{index of each UsbHead/FlashHead: (ok, what its RKNS header says)}: the header's own
+    sha256, and each image's offset, size and sha256 against the entries that follow it."""
+    return {i: _check_head(loader.entries[i], covered)
+            for i, covered in head_coverage(loader).items()}
+
+
+def _check_head(head: LoaderEntry, covered: list[LoaderEntry]) -> tuple[bool, str]:
+    virtual = head.data + b"".join(e.data for e in covered)
+    try:
+        block = idblock.parse(virtual, 0, None)
+    except SeedfwError as exc:
+        return False, exc.message
+    parts, ok = [], block.header_hash_ok is not False
+    at = len(head.data)
+    for img, e in zip(block.images, covered):
+        same = img.offset == at and img.size == len(e.data) and img.hash_ok is not False
+        ok &= same
+        at += len(e.data)
+        parts.append(f"{e.name} {img.size // idblock.SECTOR} sectors {'ok' if same else 'BAD'}")
+    if len(block.images) != len(covered):
+        ok = False
+        parts.append(f"{len(block.images)} images for {len(covered)} entries")
+    return ok, (f"RKNS header {'ok' if block.header_hash_ok is not False else 'BAD'}; "
+                + ", ".join(parts))

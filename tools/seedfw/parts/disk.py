@@ -1,5 +1,21 @@
-"""The SD/eMMC (or virtio) disk image: genimage writes a GPT image, bmaptool its block map
-(build.py STAGES entry "seedfw.images.disk", after the boot images).
+"""The disk image part: genimage writes a GPT image, bmaptool its block map."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import plan as plan_mod
+from .. import util
+from ..errors import SeedfwError
+from .base import OS_PARTITION_SIZE, BootArtifact, Part
+
+DOC = """Disk image: the SD/eMMC (board boot.storage sd-emmc) or QEMU virtio disk, written by
+genimage as a GPT image, with bmaptool's block map.
 
 Layout (one definition, `layout()`; tests read it back through seedfw.images.gpt):
 
@@ -8,8 +24,8 @@ Layout (one definition, `layout()`; tests read it back through seedfw.images.gpt
                 idblock at sector 64, SPL then u-boot.itb at 8 MiB)
     16 MiB      partition "firmware": our firmware FIT (models, DVFS table, OPP fragment) raw
     +16 MiB     partition "boot": empty (16 MiB), or 64 MiB holding the OS: qemu-aarch64 the OS FIT
-                raw (seedfw.buildroot.osimage); rk3588 an ext4 "boot" with kernel, DT, initramfs
-                and extlinux/extlinux.conf (seedfw.buildroot.rk3588_os), GPT attribute bit 2
+                raw (seedfw.parts.os_fit); rk3588 an ext4 "boot" with kernel, DT, initramfs
+                and extlinux/extlinux.conf (seedfw.parts.os_boot_files), GPT attribute bit 2
                 (legacy BIOS bootable) set, so U-Boot's bootstd scans only this partition
     +16/32 MiB  partition "rootfs": ext4 (label "rootfs"): Buildroot's rootfs.cpio unpacked
                 (BUILDROOT_ROOTFS_EXT4, size BUILDROOT_ROOTFS_EXT4_SIZE, also images/rootfs.ext4),
@@ -28,23 +44,11 @@ with their sha256 (bmaptool checks them when copying); which ranges are "mapped"
 holes of the file genimage wrote, so it describes this image file.
 
 Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE).
-Board fields read: name, soc, image.format.
-Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap (+ images/rootfs.ext4).
+Board fields read: name, boot.rom (rockchip: u-boot-rockchip.bin at 32 KiB), boot.storage,
+image.format (not fit: the firmware FIT for U-Boot is made here).
+Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap (+ images/rootfs.ext4, and the
+<board>.itb of boards whose image format is not a FIT).
 """
-
-from __future__ import annotations
-
-import os
-import re
-import time
-import uuid
-from dataclasses import dataclass
-from pathlib import Path
-
-from .. import plan as plan_mod
-from .. import util
-from ..errors import SeedfwError
-from ..packages import BootArtifact, Package
 
 VERSION = "3"            # 3: the OS's boot.ext4 (rk3588), Buildroot's rootfs as ext4
 MIB = 1 << 20
@@ -85,11 +89,11 @@ def own_fit(ctx) -> bool:
 
 def layout(ctx) -> list[Partition]:
     parts = []
-    if ctx.board.soc == "rk3588":
+    if ctx.board.boot["rom"] == "rockchip":
         parts.append(Partition("u-boot", "u-boot-rockchip.bin", UBOOT_OFFSET, None, False))
-    # The OS FIT (kernel + initramfs + boot script; seedfw.buildroot.osimage) goes raw into
+    # The OS FIT (kernel + initramfs + boot script; seedfw.parts.os_fit) goes raw into
     # "boot" when the configuration builds one; it needs more room than the firmware FIT.
-    # rk3588's OS is files in an ext4 instead (boot_files; why: seedfw.buildroot.rk3588_os).
+    # rk3588's OS is files in an ext4 instead (boot_files; why: seedfw.parts.os_boot_files).
     os_fit = os_image(ctx)
     if boot_files(ctx):
         boot = Partition("boot", BOOT_FS, None, OS_PARTITION_SIZE, bootable=True)
@@ -100,13 +104,12 @@ def layout(ctx) -> list[Partition]:
     return parts
 
 
-OS_PARTITION_SIZE = 64 * MIB
 BOOT_FS, ROOT_FS = "boot.ext4", "rootfs.ext4"        # made by genimage, not read from images/
 
 
 def boot_files(ctx) -> dict[str, str]:
     """{path in the boot file system: file in images/} (rk3588's OS), else {}."""
-    from ..buildroot import rk3588_os
+    from . import os_boot_files as rk3588_os
     return rk3588_os.boot_files(ctx)
 
 
@@ -134,7 +137,7 @@ def rootfs_size(ctx) -> int:
 
 
 def os_image(ctx) -> str | None:
-    from ..buildroot import osimage
+    from . import os_fit as osimage
     return osimage.name(ctx) if osimage.wanted(ctx) else None
 
 
@@ -187,10 +190,31 @@ def genimage_config(ctx) -> str:
     return "\n".join(lines)
 
 
-def boot_artifacts(ctx):
-    if not wanted(ctx):
-        return []
-    where = "SD card / eMMC (whole device)" if ctx.board.soc == "rk3588" else "QEMU virtio disk"
+STORAGE = {"sd-emmc": "SD card / eMMC (whole device)", "virtio": "QEMU virtio disk",
+           "flash": "the board's flash"}
+
+
+class DiskPart(Part):
+    __doc__ = DOC
+    name = "disk"
+    symbols = ("UBOOT", "BUILDROOT", "BUILDROOT_ROOTFS_CPIO", "BUILDROOT_ROOTFS_EXT4",
+               "BUILDROOT_ROOTFS_EXT4_SIZE")
+
+    def enabled(self, values):
+        return bool(values.get("UBOOT"))
+
+    def steps(self, ctx):
+        return _steps(ctx)
+
+    def artifacts(self, ctx):
+        return outputs(ctx)
+
+    def boot_artifacts(self, ctx):
+        return _boot_artifacts(ctx)
+
+
+def _boot_artifacts(ctx):
+    where = STORAGE[ctx.board.boot["storage"]]
     # The disk image is what is written to storage, not itself read at boot (its parts are,
     # and are declared by whoever makes them): at_boot=False keeps it out of the boot-bytes
     # figures of the report while `invoke flash` still finds it.
@@ -208,8 +232,8 @@ def boot_artifacts(ctx):
 def qemu_fit(ctx, target: Path, log) -> Path:
     """<board>.itb for U-Boot on QEMU: the payload (at the bl33 region, conf `firmware`) and the
     boot package (a loadable at the boot-package region)."""
-    from . import fit
-    from .entries import FirmwareEntry, read
+    from ..images import fit
+    from ..images.entries import FirmwareEntry, read
     board = ctx.board
     entries = [FirmwareEntry("payload", read(ctx.images / "bl33.bin"), arch="arm64",
                              load=board.region("bl33").base),
@@ -223,7 +247,7 @@ def make(ctx, work: Path, log, say=lambda m: None) -> dict[Path, Path]:
     returns {final path in images/: built file}. Usable outside a build (tests rebuild a
     tampered twin with it)."""
     work = Path(work).absolute()          # genimage and fakeroot run with cwd=work
-    Package.fresh_dir(work)
+    Part.fresh_dir(work)
     inputs = work / "in"
     for d in ("root", "tmp", "out", "in"):
         (work / d).mkdir()
@@ -311,15 +335,18 @@ def times_script(tree: Path, skip=frozenset()) -> str:
                    for f in ("atime", "ctime", "mtime", "crtime"))
 
 
-def add_steps(plan, ctx) -> list[Path]:
-    if not wanted(ctx):
-        return []
-    rootfs_size(ctx)                 # a bad size fails before any step runs
+def outputs(ctx) -> list[Path]:
     out = [ctx.images / disk_name(ctx), ctx.images / f"{disk_name(ctx)}.bmap"]
     if own_fit(ctx):
         out.append(ctx.images / firmware_image(ctx))
     if rootfs_cpio(ctx) is not None:
         out.append(ctx.images / ROOT_FS)
+    return out
+
+
+def _steps(ctx) -> list:
+    rootfs_size(ctx)                 # a bad size fails before any step runs
+    out = outputs(ctx)
     sources = ["bl33.bin", f"{ctx.board.name}-boot.pkg"] if own_fit(ctx) else \
         [p.image for p in layout(ctx) if p.image and p.image not in (BOOT_FS, ROOT_FS)]
     if own_fit(ctx) and os_image(ctx):
@@ -338,8 +365,5 @@ def add_steps(plan, ctx) -> list[Path]:
         step.install(make(ctx, ctx.build_dir("disk"), step.log,
                           lambda m: ctx.progress(f"  disk: {m}")))
 
-    deps = tuple(s for s in ("image.pack", "uboot.binman", "os.fit", "os.rk3588", "buildroot.build")
-                 if s in plan.steps)
-    plan.add(plan_mod.Step("disk.image", run, deps=deps, inputs=inputs, version=VERSION,
-                           package="disk", outputs=tuple(out)))
-    return out
+    return [plan_mod.Step("disk.image", run, needs=tuple(ctx.images / n for n in sources),
+                          inputs=inputs, version=VERSION, package="disk", outputs=tuple(out))]

@@ -1,10 +1,28 @@
-"""rk3588 boot images: binman packs U-Boot's SPL and proper, the rkbin DDR init blob, our BL31 and
-the DVFS table; then every output is read back and checked (build.py STAGES entry).
+"""Rockchip boot images from U-Boot's cached compile (binman), read back and checked."""
 
-    "seedfw.images.rockchip"    # after seedfw.images.steps (it needs images/dvfs/dvfs.bin)
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .. import plan as plan_mod
+from .. import util
+from ..errors import SeedfwError
+from ..images import idblock
+from . import rkbin
+from .base import Part
+from .firmware_image import bl31_image
+from .uboot import ROCKCHIP_OUTPUTS, UbootPart, dvfs_region
+
+VERSION = "1"
+SYMBOLS = ("UBOOT", "UBOOT_ROCKCHIP_TPL", "UBOOT_ALLOW_MISSING_BLOBS", "TFA_COMPRESS_RODATA")
+
+DOC = """Rockchip boot images (board boot.rom: rockchip): binman packs U-Boot's SPL and proper, the
+rkbin DDR init blob, our BL31 and the DVFS table; then every output is read back and checked.
 
 Why binman runs here and not inside U-Boot's make: the compile is cached between output
-directories (seedfw.packages.uboot) and must not depend on BL31 or the DVFS table, which change
+directories (seedfw.parts.uboot) and must not depend on BL31 or the DVFS table, which change
 with every configuration; binman takes ~5 s. It runs from the cached tree into
 <out>/build/u-boot-binman/, with the same arguments U-Boot's Makefile gives it, the values read
 from the cached build's .config.
@@ -20,26 +38,9 @@ Outputs: images/u-boot-rockchip.bin, u-boot-rockchip-spi.bin, idbloader.img, u-b
 uboot.json (blobs used with their sha256; "non_functional": {file: why} for placeholders).
 """
 
-from __future__ import annotations
-
-import json
-import shutil
-from pathlib import Path
-
-from .. import plan as plan_mod
-from .. import util
-from ..errors import SeedfwError
-from ..packages import rkbin
-from ..packages.uboot import ROCKCHIP_OUTPUTS, UbootPackage, dvfs_region
-from . import idblock
-from .steps import firmware_for
-
-VERSION = "1"
-SYMBOLS = ("UBOOT", "UBOOT_ROCKCHIP_TPL", "UBOOT_ALLOW_MISSING_BLOBS", "TFA_COMPRESS_RODATA")
-
 
 def wanted(ctx) -> bool:
-    return bool(ctx.values.get("UBOOT")) and UbootPackage().rockchip(ctx)
+    return bool(ctx.values.get("UBOOT")) and UbootPart().rockchip(ctx)
 
 
 def ddr_blob(ctx, log, say) -> tuple[Path | None, str | None]:
@@ -160,9 +161,19 @@ def _seq(name: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
-def add_steps(plan, ctx) -> list[Path]:
-    if not wanted(ctx):
-        return []
+class UbootRockchipPart(Part):
+    __doc__ = DOC
+    name = "uboot-rockchip"
+    symbols = SYMBOLS
+
+    def enabled(self, values):
+        return bool(values.get("UBOOT"))
+
+    def steps(self, ctx):
+        return _steps(ctx) if wanted(ctx) else []
+
+
+def _steps(ctx) -> list:
     check_up_front(ctx)
     dvfs_region(ctx.board)                     # fails up front when board.yaml lacks it
     say = lambda m: ctx.progress(f"  uboot: {m}")       # noqa: E731
@@ -170,7 +181,7 @@ def add_steps(plan, ctx) -> list[Path]:
 
     def inputs():
         override = ctx.values.get("UBOOT_ROCKCHIP_TPL")
-        bl31 = firmware_for(ctx)["bl31"]
+        bl31 = bl31_image(ctx)
         dvfs = ctx.images / "dvfs" / "dvfs.bin"
         return {"symbols": plan_mod.symbols(ctx.values, SYMBOLS),
                 "compile": json.loads(cache_file.read_text())["key"] if cache_file.is_file() else None,
@@ -184,9 +195,9 @@ def add_steps(plan, ctx) -> list[Path]:
         cache = json.loads(cache_file.read_text())
         tree, build = Path(cache["tree"]), Path(cache["build"])
         tpl, missing = ddr_blob(ctx, step.log, say)
-        bl31 = firmware_for(ctx)["bl31"]
+        bl31 = bl31_image(ctx)
         dvfs = ctx.images / "dvfs" / "dvfs.bin"
-        work = UbootPackage.fresh_dir(ctx.build_dir("u-boot-binman"))
+        work = UbootPart.fresh_dir(ctx.build_dir("u-boot-binman"))
         indir = work / "in"            # binman finds dvfs.bin here, and nothing else of ours
         indir.mkdir()
         shutil.copyfile(dvfs, indir / "dvfs.bin")
@@ -221,7 +232,7 @@ def add_steps(plan, ctx) -> list[Path]:
         util.write_json(out / "uboot.json", doc)
         step.install({ctx.images / n: out / n for n in (*ROCKCHIP_OUTPUTS, "uboot.json")})
 
-    plan.add(plan_mod.Step("uboot.binman", run, deps=("uboot.build", "image.pack"),
-                           inputs=inputs, version=VERSION, package="uboot",
-                           outputs=tuple(ctx.images / n for n in (*ROCKCHIP_OUTPUTS, "uboot.json"))))
-    return []
+    needs = (cache_file, bl31_image(ctx), ctx.images / "dvfs" / "dvfs.bin")
+    return [plan_mod.Step("uboot.binman", run, needs=needs, inputs=inputs, version=VERSION,
+                          package="uboot",
+                          outputs=tuple(ctx.images / n for n in (*ROCKCHIP_OUTPUTS, "uboot.json")))]

@@ -7,7 +7,7 @@ import struct
 from .. import __version__, ccache, plan
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
-from . import BuildContext, Package
+from .base import BuildContext, Part
 
 SOURCE = FIRMWARE_DIR / "payload"
 # Section compression: .rodata runs at this offset into the board's bl33 region; the container
@@ -18,7 +18,7 @@ LAYOUT_SYMBOLS = ("__image_start", "__image_end", "__lz4_area_end", "__rodata_st
                   "__rodata_end", "__text_end", "__stack_top", DESC_SYMBOL)
 
 
-class PayloadPackage(Package):
+class PayloadPart(Part):
     """BL33 payload for the A-class boards that boot through TF-A's BL2 (QEMU virt).
 
     Kconfig symbols read: PAYLOAD (enables it), CROSS_COMPILE_A, BUILD_ID, BUILD_JOBS,

@@ -1,6 +1,18 @@
-"""The OS FIT U-Boot boots: kernel + Buildroot initramfs + boot script, each with a sha256.
+"""The OS FIT U-Boot boots (board boot.flow os-fit): kernel + initramfs + boot script + overlay."""
 
-(build.py STAGES entry, before the disk image, which writes it raw into the "boot" partition.)
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import plan as plan_mod
+from .. import util
+from ..errors import SeedfwError
+from .base import BootArtifact, Part
+from .uboot import OS_FIT_ADDR as FIT_ADDR
+
+DOC = """OS FIT (board boot.flow: os-fit): kernel + Buildroot initramfs + boot script + OPP overlay,
+each with a sha256, for U-Boot to verify and boot. The disk part writes it raw into the "boot"
+partition; U-Boot's boot command (seedfw.parts.uboot) finds it there.
 
 Why a FIT and not extlinux.conf: U-Boot verifies every image's sha256 before using it (`iminfo`),
 the same way it already treats our firmware FIT, so a corrupted kernel or rootfs stops the boot
@@ -21,23 +33,13 @@ out), so the overlay needs no __fixups__/__symbols__ and applies to any base DT.
 the same board file as the DVFS table in the boot package but reaches Linux by another route,
 which is why the agent (`--dt-opp /proc/device-tree`) compares the two.
 
-Kconfig symbols read: BUILDROOT, KERNEL, UBOOT, BUILDROOT_ROOTFS_CPIO. Board: memory
-"boot-package". Output: images/<board>-os.itb (qemu-aarch64; rk3588's OS image is not done).
+Kconfig symbols read: BUILDROOT, KERNEL, UBOOT, BUILDROOT_ROOTFS_CPIO, KERNEL_PACKAGE.
+Board: boot.flow, memory "boot-package". Needs: images/Image, rootfs.cpio, dvfs/opp.dtb.
+Output: images/<board>-os.itb, images/dvfs/opp.dtbo.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from .. import plan as plan_mod
-from .. import util
-from ..errors import SeedfwError
-from ..packages import BootArtifact
-
 VERSION = "2"           # 2: the OPP overlay (image "opp", applied by the boot script)
-# Where U-Boot reads the OS FIT and unpacks it (qemu_arm64: RAM from 0x40000000; the firmware
-# FIT's payload sits at 0x60000000 and the boot package at 0x60400000).
-FIT_ADDR = 0x48000000
+# Where U-Boot unpacks the OS FIT it read at FIT_ADDR (seedfw.parts.uboot.OS_FIT_ADDR).
 KERNEL_ADDR = 0x40400000
 RAMDISK_ADDR = 0x4C000000
 # qemu_arm64's environment has no fdt_addr_r; the DT copy goes below the FIT (read up to 64 MiB).
@@ -51,7 +53,7 @@ KERNEL_ARGS = "console=ttyAMA0 panic=-1"
 def wanted(ctx) -> bool:
     v = ctx.values
     return bool(v.get("BUILDROOT") and v.get("KERNEL") and v.get("UBOOT") and
-                v.get("BUILDROOT_ROOTFS_CPIO") and ctx.board.soc != "rk3588")
+                v.get("BUILDROOT_ROOTFS_CPIO") and ctx.board.boot["flow"] == "os-fit")
 
 
 def overlay_dts(opp_dts: str) -> str:
@@ -75,21 +77,6 @@ def make_overlay(opp_dtb: Path, out: Path, log) -> Path:
 
 def name(ctx) -> str:
     return f"{ctx.board.name}-os.itb"
-
-
-def bootcmd_branch(ctx) -> str:
-    """What U-Boot's boot command (seedfw.packages.uboot) does after the firmware FIT checked
-    out and the boot package is in place, when an OS FIT is built: read the "boot" partition,
-    verify every hash (iminfo) and run the FIT's boot script; a FIT that fails its hashes stops
-    the boot with U-Boot's "Bad hash value" and our "rejected" line. "" otherwise."""
-    if not wanted(ctx):
-        return ""
-    a = f"0x{FIT_ADDR:x}"
-    return ("echo seedfw: firmware FIT verified; "
-            "if part start virtio 0 boot os_blk && part size virtio 0 boot os_cnt && "
-            f"virtio read {a} ${{os_blk}} ${{os_cnt}} && iminfo {a}; then "
-            f"echo seedfw: OS FIT verified, running its boot script; source {a}:boot; fi; "
-            "echo seedfw: OS FIT rejected, not booting it; poweroff; ")
 
 
 def script(ctx, ramdisk_size: int) -> str:
@@ -139,16 +126,32 @@ def its(board: str, kernel_release: str) -> str:
             "\t\t\tramdisk = \"ramdisk\";\n\t\t};\n\t};\n};\n")
 
 
-def boot_artifacts(ctx):
+class OsFitPart(Part):
+    __doc__ = DOC
+    name = "os-fit"
+    symbols = ("BUILDROOT", "KERNEL", "UBOOT", "BUILDROOT_ROOTFS_CPIO", "KERNEL_PACKAGE")
+
+    def enabled(self, values):
+        return bool(values.get("BUILDROOT") and values.get("KERNEL") and values.get("UBOOT"))
+
+    def steps(self, ctx):
+        return _steps(ctx) if wanted(ctx) else []
+
+    def artifacts(self, ctx):
+        return [ctx.images / name(ctx)] if wanted(ctx) else []
+
+    def boot_artifacts(self, ctx):
+        return _boot_artifacts(ctx)
+
+
+def _boot_artifacts(ctx):
     if not wanted(ctx):
         return []
     return [BootArtifact(name(ctx), "os-fit", "U-Boot (iminfo, then its boot script)",
                          "disk partition \"boot\" (raw)")]
 
 
-def add_steps(plan, ctx) -> list[Path]:
-    if not wanted(ctx):
-        return []
+def _steps(ctx) -> list:
     out = ctx.images / name(ctx)
     inputs_from = ("Image", "rootfs.cpio", "dvfs/opp.dtb")
     overlay = ctx.images / "dvfs" / OVERLAY
@@ -180,8 +183,5 @@ def add_steps(plan, ctx) -> list[Path]:
                      f"(kernel, initramfs {size:,} bytes, boot script, OPP overlay)")
         step.install({out: work / name(ctx), overlay: work / OVERLAY})
 
-    deps = tuple(s for s in ("buildroot.build", "kernel.extract", "image.pack")
-                 if s in plan.steps)
-    plan.add(plan_mod.Step("os.fit", run, deps=deps, inputs=inputs, version=VERSION,
-                           package="os", outputs=(out, overlay)))
-    return [out]
+    return [plan_mod.Step("os.fit", run, needs=tuple(ctx.images / n for n in inputs_from),
+                          inputs=inputs, version=VERSION, package="os", outputs=(out, overlay))]

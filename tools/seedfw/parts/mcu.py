@@ -7,7 +7,7 @@ from pathlib import Path
 from .. import ccache, plan
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
-from . import BootArtifact, Package
+from .base import BootArtifact, Part
 
 SOURCE = FIRMWARE_DIR / "mcu"
 # The flash algorithm pyOCD runs on the target is checked in as generated Python (the pyOCD target
@@ -15,7 +15,7 @@ SOURCE = FIRMWARE_DIR / "mcu"
 CHECKED_IN_ALGO = ROOT / "tools" / "seedfw" / "flash" / "targets" / "mps2_an385_algo.py"
 
 
-class McuPackage(Package):
+class McuPart(Part):
     """Cortex-M wake-controller image for the armv7m boards (mps2-an385 stands in for it).
 
     Kconfig symbols read: MCU (enables it), CROSS_COMPILE_M, BUILD_ID, BUILD_JOBS.

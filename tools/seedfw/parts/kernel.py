@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import paths, plan, sources, util
 from ..errors import SeedfwError
-from . import BootArtifact, BuildContext, Package
+from .base import BootArtifact, BuildContext, Part
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def fetch(k: KernelDeb, log=None, progress=print) -> Path:
             Path(__file__), "KERNELS") from None
 
 
-class KernelPackage(Package):
+class KernelPart(Part):
     """Linux for the OS boot: images/Image (+ images/kernel.config, and the pin's device trees,
     e.g. images/rk3588-rock-5b.dtb) from a pinned Debian .deb.
 
@@ -117,6 +117,14 @@ class KernelPackage(Package):
     name = "kernel"
     symbols = ("KERNEL", "KERNEL_PACKAGE")
     VERSION = "2"                # 2: the pin's DTBs
+
+    def sbom(self, ctx):
+        k = KERNELS[ctx.values.get("KERNEL_PACKAGE")]
+        deb = fetch(k, progress=lambda m: None)
+        return [self.component("linux", k.version, {"id": "GPL-2.0-only"}, [deb],
+                               "operating-system",
+                               note=f"Debian binary package {k.package}; its source is Debian's "
+                                    f"linux source package {k.version}")]
 
     def enabled(self, values):
         return bool(values.get("KERNEL"))
@@ -135,7 +143,7 @@ class KernelPackage(Package):
 
     def boot_artifacts(self, ctx):
         # The DTBs are not declared: what the board reads is the copy the OS stage made of one
-        # (seedfw.buildroot.rk3588_os applies the OPP overlay to it).
+        # (seedfw.parts.os_boot_files applies the OPP overlay to it).
         return [BootArtifact("Image", "kernel", "U-Boot (booti) or QEMU -kernel",
                              "boot partition / loaded into RAM")]
 

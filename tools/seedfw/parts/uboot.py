@@ -2,7 +2,7 @@
 
 The compile is cached between output directories: it depends only on the pinned source, the
 defconfig, our fragment and device-tree include, the toolchain and SOURCE_DATE_EPOCH — not on
-BL31, the DDR blob or the DVFS table, which binman packs afterwards (seedfw.images.rockchip) — so
+BL31, the DDR blob or the DVFS table, which binman packs afterwards (seedfw.parts.uboot_rockchip) — so
 every output directory of the same configuration (the test session's several rk3588 builds, a CI
 run after a developer's) reuses one ~90 s compile.
 """
@@ -16,7 +16,7 @@ from .. import ccache, paths, plan, sources, util
 from ..debian_pool import DebianPoolSite
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
-from . import BootArtifact, BuildContext, Package
+from .base import BootArtifact, BuildContext, Part
 
 UBOOT_FIRMWARE = FIRMWARE_DIR / "uboot"
 
@@ -52,7 +52,7 @@ def cache_root() -> Path:
     return paths.cache_dir() / "u-boot"
 
 
-class UbootPackage(Package):
+class UbootPart(Part):
     """U-Boot for the board's U-Boot defconfig (CONFIG_UBOOT_DEFCONFIG) plus our fragment.
 
     Kconfig symbols read: UBOOT (enables it), UBOOT_VERSION, UBOOT_DEFCONFIG, UBOOT_ROCKCHIP_TPL,
@@ -63,7 +63,7 @@ class UbootPackage(Package):
     Steps: uboot.fetch (orig + debian.tar.xz, each by its pinned sha256, from the Debian pool or
     $SEEDFW_MIRROR_DIR) → uboot.build (cached compile: <cache>/u-boot/src-… is the patched
     tree, <cache>/u-boot/<defconfig>-<key>/ the build; a cache hit copies only the outputs).
-    rk3588 adds uboot.binman (seedfw.images.rockchip) after the image stage.
+    rk3588 adds uboot.binman (seedfw.parts.uboot_rockchip) after the image stage.
     Outputs in <out>/images/: u-boot.elf (debug ELF); qemu_arm64: u-boot.bin (TF-A's BL33);
     rk3588: u-boot-spl.elf, and from uboot.binman u-boot-rockchip.bin, u-boot-rockchip-spi.bin,
     idbloader.img, u-boot.itb, uboot.json (the blobs used and whether the images are functional).
@@ -75,6 +75,21 @@ class UbootPackage(Package):
     symbols = ("UBOOT", "UBOOT_VERSION", "UBOOT_DEFCONFIG", "CROSS_COMPILE_A", "BUILD_JOBS")
     FETCH_VERSION = "1"
     BUILD_VERSION = "3"
+
+    def sbom(self, ctx):
+        src = source(ctx.values["UBOOT_VERSION"])
+        files = sources.fetch(src, progress=lambda m: None)
+        out = [self.component("u-boot", src.version, {"id": "GPL-2.0-or-later"},
+                              [files[f.name] for f in src.files],
+                              note="upstream orig + Debian's patch series")]
+        if self.rockchip(ctx):
+            from . import rkbin
+            got = rkbin.fetch(progress=lambda m: None)
+            out.append(self.component("rkbin", rkbin.COMMIT,
+                                      {"name": "LicenseRef-rkbin (see LICENSE)"},
+                                      [got[f.name] for f in rkbin.SOURCE.files],
+                                      note="binary-only vendor blobs"))
+        return out
 
     def enabled(self, values):
         return bool(values.get("UBOOT"))
@@ -89,7 +104,9 @@ class UbootPackage(Package):
         return name
 
     def rockchip(self, ctx: BuildContext) -> bool:
-        return ctx.board.soc == "rk3588"
+        """Boards whose boot ROM is Rockchip's (board.yaml boot.rom): binman's Rockchip images,
+        the DVFS table as a u-boot.itb loadable, U-Boot's own boot command (bootstd)."""
+        return ctx.board.boot["rom"] == "rockchip"
 
     def fragment(self, ctx: BuildContext) -> Path:
         path = UBOOT_FIRMWARE / f"{self.defconfig(ctx)}.config"
@@ -112,27 +129,39 @@ class UbootPackage(Package):
     def bootcmd(self, ctx: BuildContext) -> str | None:
         """qemu_arm64's boot script (CONFIG_BOOTCOMMAND), addresses from board.yaml: read the
         "firmware" partition of the virtio disk, verify every FIT hash (iminfo), copy the boot
-        package and the payload where the payload expects them (imxtract verifies again) and
-        start the payload; a FIT that fails stops here with U-Boot's own hash error. The kernel
-        step the OS issue adds goes where `seedfw_os` is (the payload powers off today)."""
+        package and the payload where the payload expects them (imxtract verifies again); then,
+        when the disk has a "boot" partition (an OS FIT, seedfw.parts.os_fit), verify it and run
+        its boot script, else start the payload. A FIT that fails stops here with U-Boot's own
+        hash error.
+
+        Why the OS is found on the disk at boot and not written into this command when the OS is
+        built: the command is part of U-Boot's compile key, so switching Buildroot on or off would
+        recompile U-Boot (~90 s) for a difference the disk image already carries."""
         if self.rockchip(ctx):
             return None
         bl33 = ctx.board.region("bl33").base
         pkg = ctx.board.region("boot-package").base
-        from ..buildroot import osimage     # the OS FIT's branch, "" unless one is built
-        os_boot = osimage.bootcmd_branch(ctx)
+        os_fit = f"0x{OS_FIT_ADDR:x}"
         return ("echo seedfw: firmware FIT from virtio partition firmware; virtio scan; "
                 "if part start virtio 0 firmware fw_blk && part size virtio 0 firmware fw_cnt && "
                 "virtio read ${kernel_addr_r} ${fw_blk} ${fw_cnt} && iminfo ${kernel_addr_r} && "
                 f"imxtract ${{kernel_addr_r}} package 0x{pkg:x} && "
-                f"imxtract ${{kernel_addr_r}} payload 0x{bl33:x}; then {os_boot}"
+                f"imxtract ${{kernel_addr_r}} payload 0x{bl33:x}; then "
+                # An OS FIT is there when the "boot" partition starts with a DT header (FDT magic
+                # d00dfeed, read as a little-endian word); an empty partition means no OS.
+                "if part start virtio 0 boot os_blk && part size virtio 0 boot os_cnt && "
+                f"virtio read {os_fit} ${{os_blk}} 1 && itest.l *{os_fit} == 0xedfe0dd0; then "
+                "echo seedfw: firmware FIT verified; "
+                f"if virtio read {os_fit} ${{os_blk}} ${{os_cnt}} && iminfo {os_fit}; then "
+                f"echo seedfw: OS FIT verified, running its boot script; source {os_fit}:boot; fi; "
+                "echo seedfw: OS FIT rejected, not booting it; poweroff; fi; "
                 f"echo seedfw: FIT verified, starting the payload; go 0x{bl33:x}; "
                 "else echo seedfw: firmware FIT rejected, not starting it; fi; "
                 "setenv seedfw_os none; poweroff")
 
     def key_doc(self, ctx: BuildContext) -> dict:
         """Everything the compile depends on (also the uboot.build stamp's inputs)."""
-        src = source(ctx.values.get("UBOOT_VERSION") or "2025.01")
+        src = source(ctx.values["UBOOT_VERSION"])
         dtsi = self.dtsi_text(ctx)
         return {"version": self.BUILD_VERSION, "pins": src.pins(), "defconfig": self.defconfig(ctx),
                 "fragment": util.sha256_file(self.fragment(ctx)),
@@ -182,7 +211,7 @@ class UbootPackage(Package):
     # -- steps ---------------------------------------------------------------------------------------
 
     def steps(self, ctx):
-        src = source(ctx.values.get("UBOOT_VERSION") or "2025.01")
+        src = source(ctx.values["UBOOT_VERSION"])
         self.fragment(ctx)                                   # a missing fragment fails up front
         say = lambda m: ctx.progress(f"  uboot: {m}")       # noqa: E731
 
@@ -211,7 +240,8 @@ class UbootPackage(Package):
 
         # The cached build's marker too: a cleaned cache makes the step run (and compile) again.
         outputs = [ctx.images / "u-boot.elf", ctx.build_dir("u-boot") / "cache.json",
-                   self.cache_dir(ctx) / "seedfw-cache.json"]
+                   self.cache_dir(ctx) / "seedfw-cache.json",
+                   ctx.images / ("u-boot-spl.elf" if self.rockchip(ctx) else "u-boot.bin")]
         return [
             plan.Step("uboot.fetch", fetch, inputs=fetch_inputs, version=self.FETCH_VERSION,
                       package=self.name),
@@ -310,7 +340,7 @@ class UbootPackage(Package):
             f"log: {log})")
         # BINMAN_ALLOW_MISSING: the compile's own binman pass has no BL31 / DDR blob / DVFS table
         # (they are not inputs of this cached step); its placeholder images are deleted below and
-        # seedfw.images.rockchip runs binman again with the real inputs and checks the result.
+        # seedfw.parts.uboot_rockchip runs binman again with the real inputs and checks the result.
         # Prefix maps without a trailing slash, so the directories themselves (DWARF's comp_dir)
         # are mapped too, for C (KCFLAGS) and assembler sources (KAFLAGS): no cache path in the
         # debug ELFs either.
@@ -324,7 +354,12 @@ class UbootPackage(Package):
         say(f"compiled U-Boot {defconfig} in {time.monotonic() - started:.0f} s")
 
 
-ROCKCHIP_OUTPUTS = ("u-boot-rockchip.bin", "u-boot-rockchip-spi.bin", "idbloader.img", "u-boot.itb")
+# Where qemu_arm64's boot command reads the OS FIT (seedfw.parts.os_fit unpacks it from there):
+# RAM from 0x40000000; the firmware FIT's payload sits at 0x60000000, the boot package at 0x60400000.
+OS_FIT_ADDR = 0x48000000
+
+UBOOT_ITB = "u-boot.itb"            # U-Boot's FIT: U-Boot proper, BL31's segments, its DT (binman)
+ROCKCHIP_OUTPUTS = ("u-boot-rockchip.bin", "u-boot-rockchip-spi.bin", "idbloader.img", UBOOT_ITB)
 
 
 def dvfs_region(board):

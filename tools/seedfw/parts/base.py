@@ -1,8 +1,11 @@
-"""Buildable packages: one class per thing we compile (binman-like: one entry type per module).
+"""The one shape of everything a build schedules: `Part` (binman's one entry type per module, west's
+runner base), the `BuildContext` every part is given, and `BootArtifact`, a part's declaration of a
+file the board reads at boot.
 
-Each package class lists in its docstring the Kconfig symbols it reads and the outputs it produces,
-and turns a configuration into plan Steps. Adding a package is one new module plus one line in
-`REGISTRY` below.
+A part turns a configuration into plan Steps. Each Step names the files it `needs` and the files it
+makes (`outputs`); the plan links a need to the step that makes it, so no part names another
+part's steps. Its class docstring is its reference page (what it builds, the Kconfig symbols it
+reads, inputs, outputs); the registry (seedfw.parts.REGISTRY) refuses a part without one.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import config as config_mod
-from .. import plan
+from .. import plan, util
 from ..paths import FIRMWARE_DIR
 
 # Firmware code shared between our C programs (binary layouts, crc32/sha256): every firmware
 # package's stamp includes these trees, since any of them may be compiled into its image.
 SHARED_FIRMWARE = ("include", "common")
+
+# The disk's "boot" partition when it holds an OS (the OS FIT raw, or extlinux's ext4): the parts
+# that fill it check their files against it, the disk part makes it.
+OS_PARTITION_SIZE = 64 << 20
 
 
 @dataclass
@@ -55,7 +61,7 @@ class BuildContext:
     @property
     def build_id(self) -> str:
         """CONFIG_BUILD_ID, or (empty) the first 12 hex digits of the configuration hash."""
-        return self.values.get("BUILD_ID") or config_mod.config_hash(self.values)[:12]
+        return self.values.get("BUILD_ID") or util.config_hash(self.values)[:12]
 
     @property
     def make_jobs(self) -> int:
@@ -96,14 +102,24 @@ class BootArtifact:
                 "flash": list(self.flash), "at_boot": self.at_boot}
 
 
-class Package:
-    """Base class. `name` is the package's log name and step prefix; `symbols` the Kconfig it reads."""
+class Part:
+    """Base class. `name` is the part's log name and step prefix; `symbols` the Kconfig it reads."""
 
     name = ""
     symbols: tuple[str, ...] = ()
 
     def enabled(self, values: dict) -> bool:
         raise NotImplementedError
+
+    def check_config(self, cfg):
+        """Refuse (SeedfwError naming the file and symbol) a configuration this part cannot build;
+        called by seedfw.config.configure for every enabled part before anything is written.
+        What it returns is handed to `write_config`."""
+        return None
+
+    def write_config(self, cfg, checked) -> None:
+        """Write what this part derives from the configuration beside .config (`checked`: what
+        check_config returned; None when the part is disabled, to remove a stale file)."""
 
     def steps(self, ctx: BuildContext) -> list[plan.Step]:
         raise NotImplementedError
@@ -116,7 +132,34 @@ class Package:
         """Which of its files the board reads at boot, and from where (see BootArtifact)."""
         return []
 
-    # helpers shared by packages
+    def sbom(self, ctx: BuildContext) -> list[dict]:
+        """What this part puts into the firmware that came from elsewhere: one CycloneDX
+        component per third-party input, each with "files" (the pinned files to bundle, removed
+        from the SBOM itself); seedfw.legal joins those of every enabled part."""
+        return []
+
+    def check_legal(self, ctx: BuildContext) -> None:
+        """Refuse `invoke legal` before this part has built what its bundle needs."""
+
+    def legal(self, ctx: BuildContext, dest: Path, log: Path, say) -> tuple[list[dict], dict | None]:
+        """Bundle files of this part's own into the licence bundle at `dest` (beside the pinned
+        files of `sbom()`); returns (more SBOM components, the tool that listed them or None)."""
+        return [], None
+
+    @staticmethod
+    def component(name: str, version: str, licence: dict, files: list[Path],
+                  kind: str = "firmware", note: str = "") -> dict:
+        """A CycloneDX component for `sbom()`: sha256 of the first file, the files' names."""
+        from .. import util
+        c = {"type": kind, "name": name, "version": version, "licenses": [{"license": licence}],
+             "hashes": [{"alg": "SHA-256", "content": util.sha256_file(f)} for f in files[:1]],
+             "properties": [{"name": "seedfw:files", "value": ", ".join(f.name for f in files)}],
+             "files": list(files)}
+        if note:
+            c["properties"].append({"name": "seedfw:note", "value": note})
+        return c
+
+    # helpers shared by parts
     @staticmethod
     def source_hashes(own: Path) -> dict:
         """Stamp input for a firmware tree of ours: its files plus the shared firmware trees."""
@@ -138,24 +181,3 @@ class Package:
             shutil.rmtree(path)
         path.mkdir(parents=True)
         return path
-
-
-def _registry():
-    from .mcu import McuPackage
-    from .payload import PayloadPackage
-    from .tfa import TfaPackage
-    from .uboot import UbootPackage
-    from .buildroot import BuildrootPackage
-    from .kernel import KernelPackage
-    # Order matters only for display; dependencies between packages are explicit step deps.
-    return [PayloadPackage(), TfaPackage(), UbootPackage(), McuPackage(), BuildrootPackage(),
-            KernelPackage()]
-
-
-def enabled(values: dict) -> list[Package]:
-    """The packages this configuration builds."""
-    return [p for p in _registry() if p.enabled(values)]
-
-
-def all_packages() -> list[Package]:
-    return _registry()

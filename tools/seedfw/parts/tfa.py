@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import ccache, plan, sources, util
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
-from . import BootArtifact, BuildContext, Package
+from .base import BootArtifact, BuildContext, Part
 
 PATCH_DIR = FIRMWARE_DIR / "tf-a" / "patches"
 
@@ -50,7 +50,7 @@ def source(version: str) -> sources.Source:
     )
 
 
-class TfaPackage(Package):
+class TfaPart(Part):
     """TF-A BL1/BL2/BL31 (and FIP) for the board's TF-A platform (board.yaml `tfa`).
 
     Kconfig symbols read: TFA (enables it), TFA_VERSION, TFA_PLATFORM, TFA_DEBUG, TFA_LOG_LEVEL,
@@ -84,6 +84,13 @@ class TfaPackage(Package):
     COMPRESS_VERSION = "1"
     ELFS = ("bl1", "bl2", "bl31")
     BINARIES = ("bl1.bin", "bl2.bin", "bl31.bin", "fip.bin", "qemu_fw.bios")
+
+    def sbom(self, ctx):
+        src = source(ctx.values["TFA_VERSION"])
+        files = sources.fetch(src, progress=lambda m: None)
+        return [self.component("trusted-firmware-a", src.version, {"id": "BSD-3-Clause"},
+                               [files[f.name] for f in src.files],
+                               note="Debian +dfsg orig; seedfw patches in firmware/tf-a/patches")]
 
     def enabled(self, values):
         return bool(values.get("TFA"))
@@ -133,6 +140,10 @@ class TfaPackage(Package):
         """The file in images/ a board reads at boot that carries BL31."""
         if self.has_fip(ctx):
             return "qemu_fw.bios" if self.platform(ctx) == "qemu" else "fip.bin"
+        from .firmware_image import bl31_in_uboot
+        from .uboot import UBOOT_ITB
+        if bl31_in_uboot(ctx):
+            return UBOOT_ITB                 # SPL loads BL31 from U-Boot's own FIT
         return f"{ctx.board.name}.itb" if ctx.board.image.get("format") == "fit" else \
             self.compressed_name(ctx)
 
@@ -166,7 +177,7 @@ class TfaPackage(Package):
         return out + self.extra_vars(ctx)
 
     def steps(self, ctx):
-        src = source(ctx.values.get("TFA_VERSION") or "2.12.1")
+        src = source(ctx.values["TFA_VERSION"])
         tree = ctx.build_dir("tf-a-src")
         build_base = ctx.build_dir("tf-a")
         cc = ctx.values["CROSS_COMPILE_A"] + "gcc"
@@ -205,8 +216,8 @@ class TfaPackage(Package):
         def build(step):
             self.build(ctx, tree, build_base, step)
 
-        bl33 = () if not self.with_bl33(ctx) else \
-            ("uboot.build",) if ctx.values.get("UBOOT") else (payload_final_step(ctx),)
+        # The FIP carries BL33 (U-Boot, or the payload): the step that makes it comes first.
+        bl33 = (self.bl33(ctx),) if self.with_bl33(ctx) else ()
         steps = [
             plan.Step("tfa.fetch", fetch, inputs=fetch_inputs, version=self.FETCH_VERSION,
                       package=self.name),
@@ -217,7 +228,7 @@ class TfaPackage(Package):
                       outputs=(tree / "Makefile",)),
         ]
         if not self.compress(ctx):
-            return steps + [plan.Step("tfa.build", build, deps=("tfa.extract",) + bl33,
+            return steps + [plan.Step("tfa.build", build, deps=("tfa.extract",), needs=bl33,
                                       inputs=build_inputs, version=self.BUILD_VERSION,
                                       package=self.name, outputs=tuple(self.artifacts(ctx)))]
         from ..compress import stage as cstage
@@ -241,7 +252,7 @@ class TfaPackage(Package):
                        if n != "bl31.bin"]
             steps.append(plan.Step(
                 "tfa.fip", lambda step: self.build_fip(ctx, tree, build_base, packed, step),
-                deps=("tfa.compress",) + bl33, inputs=lambda: {"make": self.make_vars(ctx),
+                deps=("tfa.compress",), needs=bl33, inputs=lambda: {"make": self.make_vars(ctx),
                                                               "targets": self.targets(ctx)},
                 version=self.BUILD_VERSION, package=self.name, outputs=tuple(fip_out)))
         return steps
@@ -332,12 +343,6 @@ class TfaPackage(Package):
 
 # firmware/ trees BL31 compiles in with SEEDFW_LZ4_RODATA=1 (decoder + the container header)
 LZ4_TREES = ("lz4", "include")
-
-
-def payload_final_step(ctx: BuildContext) -> str:
-    """The payload step whose bl33.bin TF-A packs as BL33 (after compression, when enabled)."""
-    from .payload import PayloadPackage
-    return PayloadPackage().final_step(ctx)
 
 
 def patch_series() -> list[str]:

@@ -6,22 +6,23 @@ module turns it into steps with stamps, so a no-op build runs no Buildroot step 
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
 
-from .. import plan, util
+from .. import plan, sources, util
 from ..buildroot import VERSION, external, hosttar, make, mirror, toolchain, tree
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
-from . import BuildContext, Package
+from .base import BuildContext, Part
 
 AGENT_DIR = FIRMWARE_DIR / "agent"
 
 
-class BuildrootPackage(Package):
+class BuildrootPart(Part):
     """Buildroot 2025.02.16 → images/rootfs.cpio, images/buildroot.json (the ext4 rootfs is
-    made from rootfs.cpio by the disk stage, seedfw.images.disk, with the host's mke2fs).
+    made from rootfs.cpio by the disk stage, seedfw.parts.disk, with the host's mke2fs).
 
     Kconfig symbols read: BUILDROOT (enables it), BUILDROOT_VERSION, BUILDROOT_TARGET_CPU,
     BUILDROOT_CONSOLE, BUILDROOT_ROOTFS_CPIO, BUILDROOT_PACKAGES,
@@ -42,6 +43,51 @@ class BuildrootPackage(Package):
                "BUILDROOT_PACKAGES", "BUILDROOT_EXTRA_CONFIG", "BUILDROOT_AGENT",
                "BUILDROOT_AGENT_POWEROFF", "BUILD_JOBS")
     BUILD_VERSION = "2"          # 2: buildroot.json has package_sizes
+
+    def check_config(self, cfg):
+        """The Buildroot menu's fragment, every symbol checked against the pinned tree (bad
+        symbols fail before anything is written)."""
+        from ..buildroot import external
+        return external.checked_fragment(cfg)
+
+    def write_config(self, cfg, checked):
+        """<out>/buildroot.fragment (removed when Buildroot is off)."""
+        from ..buildroot import external
+        external.write_fragment(cfg, checked)
+
+    def check_legal(self, ctx):
+        if not (self.output(ctx) / ".config").is_file():
+            raise SeedfwError("no Buildroot output yet (enable CONFIG_BUILDROOT and run 'invoke "
+                              f"build --board {ctx.board.name}')", self.output(ctx))
+
+    def legal(self, ctx, dest, log, say):
+        """Buildroot's legal-info (into dest/buildroot/) and the sources of the host packages
+        built from override dirs (dest/seedfw/buildroot-overrides/: legal-info saves none)."""
+        root = tree.ensure()
+        tree.check(root)
+        say("running Buildroot's legal-info (log: logs/legal.log)")
+        make.run(root, self.output(ctx), ["legal-info"], log, lambda m: None, make.environment())
+        shutil.copytree(self.output(ctx) / "legal-info", dest / "buildroot", symlinks=False)
+        d = dest / "seedfw" / "buildroot-overrides"
+        d.mkdir(parents=True)
+        for ov in mirror.OVERRIDES:
+            got = sources.fetch(ov.source(), progress=lambda m: None)[ov.file.name]
+            shutil.copyfile(got, d / ov.file.name)
+        return (buildroot_components(dest / "buildroot"),
+                {"vendor": "Buildroot", "name": "legal-info", "version": VERSION})
+
+    def sbom(self, ctx):
+        from ..buildroot import toolchain
+        vers = toolchain.versions()
+        return [{"type": "library", "name": "debian-cross-toolchain-runtime",
+                 "version": vers["libc6-arm64-cross"],
+                 "licenses": [{"license": {"name": "LGPL-2.1-or-later (glibc), GPL-3.0-or-later "
+                                                   "WITH GCC-exception-3.1 (libgcc, libstdc++)"}}],
+                 "properties": [{"name": "seedfw:note", "value": "C library and compiler runtime "
+                                 "Buildroot copied into the rootfs from the relocated Debian cross "
+                                 "toolchain; sources: Debian's glibc and gcc-12 source packages"}]
+                 + [{"name": f"debian:{k}", "value": val} for k, val in sorted(vers.items())],
+                 "files": []}]
 
     def enabled(self, values):
         return bool(values.get("BUILDROOT"))
@@ -242,3 +288,32 @@ def describe_info(images: Path) -> dict | None:
         return json.loads((images / "buildroot.json").read_text())
     except (OSError, ValueError):
         return None
+
+
+def buildroot_components(legal_dir: Path) -> list[dict]:
+    """Buildroot's manifests as components. legal-info reports the version Buildroot pins even
+    for a package built from an override dir, so those rows get the version actually built and
+    the override's file (seedfw.buildroot.mirror)."""
+    from .buildroot import mirror
+    overridden = {ov.package: ov for ov in mirror.OVERRIDES}
+    comps = []
+    for manifest, scope in (("manifest.csv", "required"), ("host-manifest.csv", "excluded")):
+        path = legal_dir / manifest
+        if not path.is_file():
+            raise SeedfwError("Buildroot's legal-info wrote no manifest", path)
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                c = {"type": "application" if scope == "required" else "library",
+                     "name": row["PACKAGE"], "version": row["VERSION"], "scope": scope,
+                     "licenses": [{"license": {"name": row["LICENSE"] or "unknown"}}],
+                     "properties": [{"name": "buildroot:source", "value": row["SOURCE ARCHIVE"]},
+                                    {"name": "buildroot:site", "value": row["SOURCE SITE"]}]}
+                ov = overridden.get(row["PACKAGE"]) if scope == "excluded" else None
+                if ov is not None:
+                    c["version"] = ov.version
+                    c["hashes"] = [{"alg": "SHA-256", "content": ov.file.sha256}]
+                    c["properties"].append({"name": "seedfw:override",
+                                            "value": f"{ov.file.name} ({ov.origin}); Buildroot "
+                                                     f"pins {ov.pinned}"})
+                comps.append(c)
+    return comps

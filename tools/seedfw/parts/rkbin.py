@@ -29,6 +29,9 @@ INI = sources.SourceFile("RK3588MINIALL.ini", 573,
 LICENSE = sources.SourceFile("LICENSE", 1_360,
                              "d2765124a2c24d71aba3cbc6cdd6975a5a297821264eb6c26378a4c16cd16e92")
 
+# The blobs a loader recipe may name (seedfw.images.ldr_recipe refuses any other file).
+BLOBS = (DDR, USBPLUG, SPL)
+
 # What the recipe (the .ini's [OUTPUT] PATH) calls the maskrom loader seedfw.images.loader builds.
 LOADER_NAME = "rk3588_spl_loader_v1.18.113.bin"
 
