@@ -15,7 +15,7 @@ from .. import util
 from ..errors import SeedfwError
 from . import inputs
 from .sections import sections
-from .sections.base import Inputs, figure, unavailable  # noqa: F401  (public API)
+from .sections.base import Inputs
 
 REPORT_SCHEMA = "seedfw-report/1"
 

@@ -214,7 +214,8 @@ def _measured_warning(prov: dict, name: str) -> str | None:
         return f"the counters in {name} are replayed from a recording that does not say where " \
                "or how it was made"
     if prov["source"] == "emulated":
-        return f"the counters in {name} were read in an emulator ({prov['label']}): {EMULATED_NOTE}"
+        return (f"the counters in {name} were read in an emulator ({prov['label']}): "
+                f"{EMULATED_NOTE}")
     return None
 
 

@@ -71,7 +71,8 @@ class Elfs(Section):
         return lines
 
     def html(self, part: dict) -> str:
-        h = ["<h2>Section sizes</h2>", plot("section-sizes", self.plot(part), part.get("note", ""))]
+        h = ["<h2>Section sizes</h2>",
+             plot("section-sizes", self.plot(part), part.get("note", ""))]
         if part["available"]:
             for x in part["items"]:
                 t = x["totals"]
