@@ -36,7 +36,6 @@ class Bandwidth(Section):
     """
 
     name = "bandwidth"
-    title = "Bandwidth"
 
     def data(self, inputs: Inputs) -> dict:
         outdir, config = inputs.outdir, inputs.config

@@ -81,7 +81,6 @@ class Section:
     which files it reads, the kinds of its figures); tests/test_report_sections.py enforces it."""
 
     name = ""           # its key in report.json
-    title = ""          # its heading in report.md (and, unless html() says otherwise, report.html)
 
     def data(self, inputs: Inputs) -> dict | None:
         """Its JSON part; None leaves the key out of report.json (a section that only exists

@@ -31,7 +31,6 @@ class Cache(Section):
     """
 
     name = "cache"
-    title = "Compiler cache (ccache)"
 
     def data(self, inputs: Inputs) -> dict | None:
         doc = ccache.summary(inputs.outdir)

@@ -26,7 +26,6 @@ class Compression(Section):
     """
 
     name = "compression"
-    title = "Compression per section"
 
     def data(self, inputs: Inputs) -> dict:
         rows, summary, note = inputs.compression

@@ -27,7 +27,6 @@ class Deltas(Section):
     """
 
     name = "deltas"
-    title = "Size deltas"
 
     def data(self, inputs: Inputs) -> dict:
         baseline = inputs.baseline

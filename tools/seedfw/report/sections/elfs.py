@@ -27,7 +27,6 @@ class Elfs(Section):
     """
 
     name = "elfs"
-    title = "ELF sections"
 
     def data(self, inputs: Inputs) -> dict:
         paths = inputs.elf_paths

@@ -25,7 +25,6 @@ class Images(Section):
     """
 
     name = "images"
-    title = "Images"
 
     def data(self, inputs: Inputs) -> dict:
         rows, note = inputs.images

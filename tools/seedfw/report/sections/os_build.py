@@ -28,7 +28,6 @@ class Os(Section):
     """
 
     name = "os"
-    title = "OS"
 
     def data(self, inputs: Inputs) -> dict | None:
         outdir = inputs.outdir
