@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -44,9 +43,7 @@ def report(tmp_path_factory):
         "hits": 3, "misses": 1, "hit_rate": 0.75, "remote": None, "remote_hits": 0,
         "remote_misses": 0, "remote_read_bytes": None, "remote_errors": 0,
         "remote_unreachable": {}, "source": "test: a stats summary written by hand"}))
-    rep = build_report(new, baseline=base, counters=counters)
-    yield rep
-    shutil.rmtree(root, ignore_errors=True)
+    return build_report(new, baseline=base, counters=counters)
 
 
 def test_every_registered_section_is_documented():
