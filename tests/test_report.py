@@ -19,6 +19,7 @@ import elf_builds
 from cli import invoke, one_error_line
 from seedfw.errors import SeedfwError
 from seedfw.report import build_report, html, json_out, markdown, write_report
+from seedfw.report.sections import bandwidth
 
 
 @pytest.fixture(scope="session")
@@ -116,7 +117,7 @@ def test_labels_computed_estimated_measured(full, outdirs):
     assert re.search(r"\| boot total: decompression cycles \| [\d,]+ \| cycles \| "
                      r"\*\*estimated\*\* \|", md)
     html_text = paths["html"].read_text()
-    measured_rows = [f for _, f in markdown.bandwidth_rows(report["bandwidth"])
+    measured_rows = [f for _, f in bandwidth.rows_of(report["bandwidth"])
                      if f["kind"] == "measured"]
     assert html_text.count('class="kind-measured"') == len(measured_rows) >= len(counters)
 

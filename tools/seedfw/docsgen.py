@@ -36,18 +36,6 @@ KINDS = {   # kind -> (page title, folder, one line about the kind)
     "report-sections": ("Report sections", "report-sections",
                         "Each fills one key of report.json and one part of report.md/.html."),
 }
-# Report sections as they are today: builder functions in report/model.py plus two modules.
-REPORT_SECTIONS = [
-    ("images", "seedfw.report.model:_images"),
-    ("elfs", "seedfw.report.model:_elfs"),
-    ("compression", "seedfw.report.model:_compression"),
-    ("deltas", "seedfw.report.model:_deltas"),
-    ("bandwidth", "seedfw.report.model:_bandwidth"),
-    ("os", "seedfw.buildroot.report"),
-    ("cache", "seedfw.report.cache"),
-]
-
-
 def _load(spec: str):
     module, _, attr = spec.partition(":")
     obj = importlib.import_module(module)
@@ -58,16 +46,18 @@ def plugin_classes() -> dict[str, list[tuple[str, object]]]:
     """Every registered plug-in by kind: [(name, class or module)], in registry order.
 
     The one place that knows where each kind is registered: the parts registry
-    (seedfw.parts.REGISTRY), the flash backends and counter sources tables, the report builders
-    (REPORT_SECTIONS above). Swap a line for a registry's `names()`/`get()` when one appears."""
+    (seedfw.parts.REGISTRY), the report sections registry (seedfw.report.sections.SECTIONS),
+    the flash backends and counter sources tables. Swap a line for a registry's
+    `names()`/`get()` when one appears."""
     from seedfw import counters, flash, parts
+    from seedfw.report.sections import SECTIONS
     return {
         # names() + get(): REGISTRY.classes() refuses an undocumented class, missing_help()
         # wants to list them all instead.
         "parts": [(n, parts.REGISTRY.get(n)) for n in parts.REGISTRY.names()],
         "flash-runners": [(n, _load(s)) for n, s in flash.BACKENDS.items()],
         "counter-sources": [(n, _load(s)) for n, s in counters.SOURCES.items()],
-        "report-sections": [(n, _load(s)) for n, s in REPORT_SECTIONS],
+        "report-sections": [(n, SECTIONS.get(n)) for n in SECTIONS.names()],
     }
 
 

@@ -3,6 +3,11 @@ summary) and report.html (self-contained, inline SVG plots).
 
     report = build_report(outdir, baseline=None, counters=None)   # model.py
     paths = write_report(report, outdir)                            # → <out>/report/*
+
+Each top-level part of the report is one section (report/sections/, one module each, in the
+order of their registry); model.py gathers their JSON parts, markdown.py and html.py render
+them in that order, json_out.py checks the whole against the schema and writes it. Formatting
+helpers the sections share are in format.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""report.json: the versioned, schema-checked form of the report (schema/report-v1.json)."""
+"""report.json: the versioned, schema-checked form of the report (schema/report-v1.json).
+
+model.build_report already built the dict section by section in registry order; the keys are
+sorted here, so the bytes do not depend on that order.
+"""
 
 from __future__ import annotations
 

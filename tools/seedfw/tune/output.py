@@ -182,7 +182,8 @@ height:.8em;border-radius:50%;margin-right:.3em;vertical-align:middle}
 def html_page(doc: dict) -> str:
     """tune/report.html: the study, the Pareto front as a table (one row per front trial), every
     trial on the scatter plot, the failed ones listed; the build report's CSS and table code."""
-    from ..report.html import CSS, _table
+    from ..report.format import html_table
+    from ..report.html import CSS
     e = html.escape
     objs = doc["objectives"]
     by_number = {t["number"]: t for t in doc["trials"]}
@@ -197,7 +198,7 @@ def html_page(doc: dict) -> str:
          f'<title>seedfw tune: {e(doc["board"])}</title><style>{CSS}{TUNE_CSS}</style></head><body>',
          f'<h1>Tuning {e(doc["board"])}</h1>',
          "<h2>Study</h2>",
-         _table(["study", ""], [["study", f"<code>{e(doc['study'])}</code>"],
+         html_table(["study", ""], [["study", f"<code>{e(doc['study'])}</code>"],
                            ["storage", e(doc["storage"])], ["sampler", e(doc["sampler"])],
                            ["trials", e(f"{len(doc['trials'])}: " + ", ".join(
                                f"{n} {s.lower()}" for s, n in sorted(states.items())))],
@@ -205,12 +206,12 @@ def html_page(doc: dict) -> str:
                             else "not measured in this study"]]).replace(
              "<tr><th>study</th><th></th></tr>", "", 1),
          "<h3>Objectives (all minimised)</h3>",
-         _table(["objective", "unit", "kind", "how"],
+         html_table(["objective", "unit", "kind", "how"],
                 [[e(o["name"]), e(o["unit"]), f'<span class="kind-{e(o["kind"])}">'
                   f'{e(o["kind"])}</span>', e(o["how"])] for o in objs])]
     if doc.get("space"):
         h += ["<h3>Search space (Kconfig)</h3>",
-              _table(["symbol", "kind", "values"],
+              html_table(["symbol", "kind", "values"],
                      [[f"<code>{e(p['name'])}</code>", e(p["kind"]),
                        e(f"{p['low']}..{p['high']} step {p['step']}" if p["kind"] == "int"
                          else ", ".join(map(str, p.get("values", []))))]
@@ -229,7 +230,7 @@ def html_page(doc: dict) -> str:
                     + ["" if twin == n else f"#{twin}", f'<span class="params">{params(t)}'
                                                         f"</span>"])
     numeric = set(range(1, 1 + 2 * len(objs)))
-    front_table = _table(["trial"] + [f"{o['name']} ({o['unit']})" for o in objs]
+    front_table = html_table(["trial"] + [f"{o['name']} ({o['unit']})" for o in objs]
                          + [f"{o['name']} / defconfig" for o in objs]
                          + ["same point as", "parameters"], rows, numeric)
     front_table = front_table.replace("<table>", '<table id="front">', 1)
@@ -255,7 +256,7 @@ def html_page(doc: dict) -> str:
     failed = [t for t in doc["trials"] if t["state"] == "FAIL"]
     if failed:
         h += ["<h3>Failed trials</h3>",
-              _table(["trial", "why", "parameters"],
+              html_table(["trial", "why", "parameters"],
                      [[f"#{t['number']}", e("interrupted" if t.get("interrupted")
                                             else str(t.get("error"))),
                        f'<span class="params">{params(t)}</span>'] for t in failed])]
@@ -268,7 +269,7 @@ def html_page(doc: dict) -> str:
                         + [_fmt(vals[o["name"]]) if o["name"] in vals else "–" for o in objs]
                         + [f'<span class="params">{params(t)}</span>'])
     h += ["<details><summary>All trials</summary>",
-          _table(["trial", "state"] + [o["name"] for o in objs] + ["parameters"], all_rows,
+          html_table(["trial", "state"] + [o["name"] for o in objs] + ["parameters"], all_rows,
                  set(range(2, 2 + len(objs)))), "</details>", "</body></html>\n"]
     return "\n".join(h)
 

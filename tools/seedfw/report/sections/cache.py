@@ -1,0 +1,109 @@
+"""The report's `cache` section (reference page: the class docstring). Moved here from
+report/cache.py."""
+
+from __future__ import annotations
+
+from html import escape
+
+from ... import ccache
+from .base import Inputs, Section
+
+
+def _measured(value, unit: str, label: str, source: str, note: str | None = None) -> dict:
+    fig = dict(value=value, unit=unit, kind="measured", source=source,
+               provenance=dict(source="recorded", label=label, synthetic=False))
+    if note:
+        fig["note"] = note
+    return fig
+
+
+class Cache(Section):
+    """This build's compiler-cache (ccache) figures, and the time a warm remote cache saves.
+
+    Present only when the build compiled something (<out>/images/ccache.json, written by
+    seedfw.ccache.finish from ccache's stats log of the build's own compiles); otherwise the
+    `cache` key is absent. Figures, all measured (recorded: the stats log of this build): hits,
+    misses, hit rate, and with a remote cache its hits, misses and bytes read (unknown with
+    ccache 4.7, which counts results, not bytes); warnings when the remote did not answer.
+    time_saved: cold − warm seconds of the U-Boot + TF-A compile steps as bench/cache_speed.py
+    measured them on this host (seedfw.ccache.bench_result), labelled as the bench's, not this
+    build's; absent without a bench result.
+    """
+
+    name = "cache"
+
+    def data(self, inputs: Inputs) -> dict | None:
+        doc = ccache.summary(inputs.outdir)
+        if doc is None:
+            return None
+        label = "ccache stats log of this build"
+        src = "images/ccache.json"
+        out = dict(available=True, remote=doc.get("remote"), source=doc.get("source"),
+                   hits=_measured(doc["hits"], "compiles", label, src),
+                   misses=_measured(doc["misses"], "compiles", label, src),
+                   hit_rate=_measured(round(100 * doc["hit_rate"], 1), "%", label, src),
+                   remote_hits=_measured(doc["remote_hits"], "compiles", label, src),
+                   remote_misses=_measured(doc["remote_misses"], "compiles", label, src),
+                   remote_read=None if doc.get("remote_read_bytes") is None else
+                   _measured(doc["remote_read_bytes"], "bytes", label, src),
+                   remote_read_note=None if doc.get("remote_read_bytes") is not None else
+                   "bytes read from the remote: unknown (ccache 4.7 counts results, not bytes)",
+                   warnings=[f"remote {k} did not answer at build start ({v}): local cache only"
+                             for k, v in (doc.get("remote_unreachable") or {}).items()] +
+                   ([f"{doc['remote_errors']} compile(s) could not reach the remote during the "
+                     "build"] if doc.get("remote_errors") else []))
+        bench = ccache.bench_result()
+        if bench:
+            saved = round(bench["cold_s"] - bench["warm_s"], 1)
+            out["time_saved"] = dict(
+                value=saved, unit="s", kind="measured", source=bench["path"],
+                provenance=dict(source="benchmark", synthetic=False,
+                                label=f"bench/cache_speed.py on {bench['host']}, "
+                                      f"{bench['date']}"),
+                note=f"U-Boot + TF-A compile steps: cold {bench['cold_s']} s, warm remote "
+                     f"{bench['warm_s']} s ({bench['ratio']}x); measured by the bench, not by "
+                     "this build")
+        return out
+
+    def markdown(self, c: dict) -> list[str]:
+        lines = ["## Compiler cache (ccache)", "", "| figure | value | unit | kind |",
+                 "|---|---:|---|---|"]
+        lines += ["| " + " | ".join(r) + " |" for r in _rows(c)]
+        return lines + [""] + [f"- {t}" for t in _lines(c)] + [""]
+
+    def html(self, c: dict) -> str:
+        rows = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r) + "</tr>"
+                       for r in _rows(c))
+        return "\n".join(["<h2>Compiler cache (ccache)</h2>",
+                          "<table><tr><th>figure</th><th>value</th><th>unit</th><th>kind</th>"
+                          f"</tr>{rows}</table>"] + [f"<p>{escape(t)}</p>" for t in _lines(c)])
+
+
+def _row(name: str, f: dict | None) -> list[str]:
+    if f is None:
+        return [name, "unknown", "", ""]
+    kind = f"{f['kind']} ({f['provenance']['label']})"
+    return [name, f"{f['value']:,}" if isinstance(f["value"], int) else str(f["value"]),
+            f["unit"], kind]
+
+
+def _rows(c: dict) -> list[list[str]]:
+    rows = [_row("hits", c["hits"]), _row("misses", c["misses"]),
+            _row("hit rate", c["hit_rate"])]
+    if c.get("remote"):
+        rows += [_row("remote hits", c["remote_hits"]), _row("remote misses", c["remote_misses"]),
+                 _row("bytes read from the remote", c["remote_read"])]
+    if c.get("time_saved"):
+        rows.append(_row("time saved per warm-remote build", c["time_saved"]))
+    return rows
+
+
+def _lines(c: dict) -> list[str]:
+    out = [f"Remote: {c['remote'] or 'none (local cache only)'}. Source: {c['source']}."]
+    if c.get("remote") and c.get("remote_read_note"):
+        out.append(c["remote_read_note"] + ".")
+    if c.get("time_saved"):
+        out.append(f"Time saved: {c['time_saved']['note']}.")
+    else:
+        out.append("Time saved: no bench/cache_speed.py result on this host.")
+    return out + [f"Warning: {w}." for w in c["warnings"]]
