@@ -101,7 +101,7 @@ def fetch(k: KernelDeb, log=None, progress=print) -> Path:
             f"pinned kernel package {k.package}={k.version} ({k.file.name}, sha256 "
             f"{k.file.sha256[:12]}) is neither in the mirror nor in the Debian archive any more; "
             f"put the .deb into $SEEDFW_MIRROR_DIR/debian/, or pin the archive's current version "
-            f"(apt-cache policy {k.package}) in tools/seedfw/packages/kernel.py KERNELS",
+            f"(apt-cache policy {k.package}) in tools/seedfw/parts/kernel.py KERNELS",
             Path(__file__), "KERNELS") from None
 
 
