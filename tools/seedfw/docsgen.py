@@ -19,7 +19,6 @@ import inspect
 import io
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -234,11 +233,12 @@ def plugin_page(kind: str, name: str, obj) -> str:
 
 
 def generate(docs_dir: Path) -> list:
-    """Write docs/reference/ afresh; returns the nav entries for "Reference"."""
+    """Write docs/reference/; returns the nav entries for "Reference".
+
+    Only files whose text changed are written (and stale ones removed): `mkdocs serve` watches
+    docs/, and rewriting identical pages on every rebuild would trigger the next rebuild."""
     target = Path(docs_dir) / "reference"
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
+    pages: dict[str, str] = {}
     nav: list = [{"Overview": "reference/index.md"}]
     index = ["# Reference", "", "Generated from the code on every docs build "
              "(`tools/seedfw/docsgen.py`); edit the docstrings and Kconfig help, not these pages.",
@@ -246,21 +246,29 @@ def generate(docs_dir: Path) -> list:
              "- [Report JSON schema](report-schema.md)", ""]
     for kind, items in plugin_classes().items():
         title, folder, about = KINDS[kind]
-        (target / folder).mkdir()
         entries = []
         index += [f"## {title}", "", about, ""]
         for name, obj in items:
             fname = name.replace(".", "-") + ".md"
-            (target / folder / fname).write_text(plugin_page(kind, name, obj))
+            pages[f"{folder}/{fname}"] = plugin_page(kind, name, obj)
             entries.append({name: f"reference/{folder}/{fname}"})
             summary = (_doc(obj).splitlines() or [""])[0]
             index.append(f"- [{name}]({folder}/{fname}): {_md_escape(summary)}")
         index.append("")
         nav.append({title: entries})
-    (target / "index.md").write_text("\n".join(index))
-    (target / "kconfig.md").write_text(kconfig_page())
-    (target / "tasks.md").write_text(tasks_page())
-    (target / "report-schema.md").write_text(schema_page())
+    pages["index.md"] = "\n".join(index)
+    pages["kconfig.md"] = kconfig_page()
+    pages["tasks.md"] = tasks_page()
+    pages["report-schema.md"] = schema_page()
+    if target.exists():
+        for old in target.rglob("*"):
+            if old.is_file() and old.relative_to(target).as_posix() not in pages:
+                old.unlink()
+    for rel, text in pages.items():
+        path = target / rel
+        if not path.is_file() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
     return nav + [{"Kconfig options": "reference/kconfig.md"},
                   {"invoke tasks": "reference/tasks.md"},
                   {"Report JSON schema": "reference/report-schema.md"}]
