@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -29,12 +30,10 @@ def docs(c, check=False, serve=False, port=8000):
 
     The reference pages (plug-ins, Kconfig options, task help, report schema) are generated
     into docs/reference/ by tools/seedfw/docsgen.py on every build."""
-    try:
-        import material  # noqa: F401  (the theme: mkdocs alone would fail later, less clearly)
-        import mkdocs  # noqa: F401
-    except ImportError:
+    # The theme too: mkdocs alone would fail later, and less clearly.
+    if not all(importlib.util.find_spec(m) for m in ("mkdocs", "material")):
         raise SeedfwError("mkdocs-material is not installed (run: python3 -m pip install -e "
-                          "'.[docs]')", ROOT / "pyproject.toml", "docs") from None
+                          "'.[docs]')", ROOT / "pyproject.toml", "docs")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools"),
                                                         os.environ.get("PYTHONPATH")])))
