@@ -46,3 +46,13 @@ def test_quick_start_first_line_works_in_a_fresh_venv(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     bl31 = tree / "output" / "rk3588" / "images" / "bl31.elf"
     assert bl31.is_file() and bl31.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_readme_is_one_screen_or_three_and_points_to_the_manual():
+    """The manual lives in docs/; the README keeps what a newcomer needs (issue 23: <= 200 lines)."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    for heading in ("## Quick start", "## The manual", "## Boards", "## Layout"):
+        assert heading in text
+    for page in re.findall(r"\]\((docs/[^)]+\.md)\)", text):
+        assert (ROOT / page).is_file(), page
