@@ -139,3 +139,15 @@ def test_generated_reference_has_every_plugin_and_task(site):
         assert f'id="{name}"' in tasks and f"invoke [--core-opts] {name}" in tasks
     schema = (site / "reference" / "report-schema.html").read_text()
     assert "seedfw-report" in schema and "bandwidth" in schema
+
+
+def test_search_index_covers_every_page(site):
+    """What the search box searches: every page of the nav, guides and generated reference."""
+    import json
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    pages = {d["location"].split("#", 1)[0] for d in index["docs"]}
+    built = {str(p.relative_to(site)) for p in site.rglob("*.html") if p.name != "404.html"}
+    assert built - pages == set()
+    text = " ".join(d["text"] for d in index["docs"])
+    for word in ("rkdeveloptool", "COMPRESS_HC_LEVEL", "Pareto", "bmaptool"):
+        assert word in text, word
