@@ -1,6 +1,7 @@
 """Headless Chromium (Debian's `chromium`): a page as a reader's browser renders it.
 
-`dump_dom(url)` is the DOM after the page's scripts ran; `screenshot(url, png)` what it shows.
+`dump_dom(url)` is the DOM after the page's scripts ran; `screenshot(url, png)` what it shows;
+`evaluate(url, js)` runs a script in the page as a reader's clicks and keys would.
 Each call uses a fresh profile directory and no network services, so nothing is shared between
 tests or fetched from outside (a page of ours that needs the network would show it broken).
 """
@@ -27,7 +28,8 @@ def chromium() -> str:
 
 
 def _run(args: list[str], timeout: int = 120) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory(prefix="seedfw-chromium-") as profile:
+    with tempfile.TemporaryDirectory(prefix="seedfw-chromium-",
+                                     ignore_cleanup_errors=True) as profile:
         return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *args],
                               capture_output=True, text=True, timeout=timeout)
 
@@ -45,3 +47,64 @@ def screenshot(url: str, png: Path, width: int = 1280, height: int = 900) -> Pat
     assert proc.returncode == 0 and png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", \
         proc.stderr[-2000:]
     return png
+
+
+def evaluate(url: str, expression: str, settle_s: float = 3.0, timeout: int = 90):
+    """Open `url` and return the value of the JavaScript `expression` (awaited), through the
+    DevTools protocol over a pipe (--remote-debugging-pipe: fds 3 and 4, no port opened)."""
+    import json
+    import os
+    import time
+
+    to_chrome_r, to_chrome_w = os.pipe()
+    from_chrome_r, from_chrome_w = os.pipe()
+
+    def fds():
+        os.dup2(to_chrome_r, 3)
+        os.dup2(from_chrome_w, 4)
+
+    with tempfile.TemporaryDirectory(prefix="seedfw-chromium-",
+                                     ignore_cleanup_errors=True) as profile:
+        # A session of its own: its renderer and GPU helpers are ended with it, by group.
+        proc = subprocess.Popen([chromium(), *FLAGS, f"--user-data-dir={profile}",
+                                 "--remote-debugging-pipe", "about:blank"], preexec_fn=fds,
+                                close_fds=False, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        state = {"id": 0, "buf": b""}
+        deadline = time.monotonic() + timeout
+
+        def call(method, params=None, session=None):
+            state["id"] += 1
+            msg = {"id": state["id"], "method": method, "params": params or {}}
+            if session:
+                msg["sessionId"] = session
+            os.write(to_chrome_w, json.dumps(msg).encode() + b"\0")
+            while time.monotonic() < deadline:
+                while b"\0" in state["buf"]:
+                    raw, state["buf"] = state["buf"].split(b"\0", 1)
+                    reply = json.loads(raw)
+                    if reply.get("id") == state["id"]:
+                        assert "error" not in reply, reply
+                        return reply["result"]
+                chunk = os.read(from_chrome_r, 1 << 20)
+                assert chunk, "chromium closed the DevTools pipe"
+                state["buf"] += chunk
+            raise TimeoutError(method)
+
+        try:
+            target = call("Target.createTarget", {"url": url})["targetId"]
+            session = call("Target.attachToTarget", {"targetId": target,
+                                                     "flatten": True})["sessionId"]
+            time.sleep(settle_s)
+            result = call("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
+                                               "returnByValue": True}, session)
+            assert "exceptionDetails" not in result, result
+            return result["result"].get("value")
+        finally:
+            import signal
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            os.close(to_chrome_w)
+            os.close(from_chrome_r)

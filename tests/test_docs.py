@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from browser import dump_dom, screenshot
+from browser import dump_dom, evaluate, screenshot
 from cli import ROOT, invoke
 from seedfw import docsgen
 
@@ -151,3 +151,28 @@ def test_search_index_covers_every_page(site):
     text = " ".join(d["text"] for d in index["docs"])
     for word in ("rkdeveloptool", "COMPRESS_HC_LEVEL", "Pareto", "bmaptool"):
         assert word in text, word
+
+
+SEARCH = """(async () => {
+  const box = document.querySelector('input.md-search__input');
+  box.focus(); box.value = %s;
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+  box.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true}));
+  for (let i = 0; i < 60; i++) {
+    await new Promise(r => setTimeout(r, 200));
+    const hits = [...document.querySelectorAll('.md-search-result__item a')].map(a => a.href);
+    const meta = document.querySelector('.md-search-result__meta').textContent;
+    if (hits.length || /No matching/.test(meta)) return {hits, meta};
+  }
+  return {hits: [], meta: 'timeout'};
+})()"""
+
+
+def test_search_box_finds_pages(served):
+    """Typed into the search box of the served home page, as a reader does."""
+    found = evaluate(f"{served}/index.html", SEARCH % '"rkdeveloptool"')
+    assert found["hits"], found
+    assert any("flashing.html" in h for h in found["hits"]), found["hits"]
+    # negative control: a word no page has finds nothing, and says so
+    none = evaluate(f"{served}/index.html", SEARCH % '"qwxzvkjtrb"')
+    assert none["hits"] == [] and "No matching" in none["meta"], none
