@@ -143,7 +143,12 @@ def boot_artifacts(ctx):
     if not wanted(ctx):
         return []
     return [BootArtifact(name(ctx), "os-fit", "U-Boot (iminfo, then its boot script)",
-                         "disk partition \"boot\" (raw)")]
+                         "disk partition \"boot\" (raw)", partition="boot"),
+            # Applied by U-Boot from the OS FIT; the direct OS boot (seedfw.run.os_boot) applies
+            # this copy to QEMU's own DT with fdtoverlay.
+            BootArtifact(OVERLAY, "dtb-overlay", "U-Boot (fdt apply) or fdtoverlay before QEMU",
+                         "image \"opp\" of the OS FIT", at_boot=False, qemu="dtb-overlay",
+                         qemu_modes=("os",))]
 
 
 def add_steps(plan, ctx) -> list[Path]:
@@ -184,4 +189,4 @@ def add_steps(plan, ctx) -> list[Path]:
                  if s in plan.steps)
     plan.add(plan_mod.Step("os.fit", run, deps=deps, inputs=inputs, version=VERSION,
                            package="os", outputs=(out, overlay)))
-    return [out]
+    return [out, overlay]          # the overlay: in the manifest for the direct OS boot

@@ -160,7 +160,8 @@ def boot_artifacts(ctx):
             BootArtifact(DTB, "dtb", "U-Boot (extlinux fdt), then Linux",
                          f"{where}: /{kernel_dtb(ctx)}"),
             BootArtifact("rootfs.cpio", "initramfs", "U-Boot (extlinux initrd), then Linux",
-                         f"{where}: /rootfs.cpio")]
+                         f"{where}: /rootfs.cpio", qemu="initrd", qemu_modes=("os",),
+                         partition="boot")]
 
 
 def add_steps(plan, ctx) -> list[Path]:

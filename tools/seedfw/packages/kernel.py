@@ -137,7 +137,7 @@ class KernelPackage(Package):
         # The DTBs are not declared: what the board reads is the copy the OS stage made of one
         # (seedfw.buildroot.rk3588_os applies the OPP overlay to it).
         return [BootArtifact("Image", "kernel", "U-Boot (booti) or QEMU -kernel",
-                             "boot partition / loaded into RAM")]
+                             "boot partition / loaded into RAM", qemu="kernel", qemu_modes=("os",))]
 
     def steps(self, ctx):
         k = self.pin(ctx)
