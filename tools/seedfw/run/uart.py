@@ -18,6 +18,9 @@ from typing import Callable
 
 # QEMU's own note that we stopped it: not guest output.
 QEMU_TERMINATING = re.compile(r"^qemu-system-\S+: terminating on signal \d+")
+# QEMU's own messages (stderr shares the pipe), e.g. "warning: nic lan9118.0 has no peer" under
+# -nic none: kept in the log and `lines`, never taken for the guest's line by `wait_line`.
+QEMU_MESSAGE = re.compile(r"^qemu-system-\S+: ")
 
 
 class Uart:
@@ -99,10 +102,11 @@ class Uart:
                 self._cond.wait(min(left, 0.1))
 
     def wait_line(self, pattern: re.Pattern | str, timeout: float) -> str | None:
-        """The first whole line matching `pattern` (re.search), once one arrived; None when the
-        UART ended or `timeout` passed first (`ended` tells which)."""
+        """The first whole guest line (not QEMU's own message) matching `pattern` (re.search),
+        once one arrived; None when the UART ended or `timeout` passed first (`ended` tells which)."""
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
-        return self._wait(lambda: next((ln for ln in self.lines if rx.search(ln)), None), timeout)
+        return self._wait(lambda: next((ln for ln in self.lines if rx.search(ln) and
+                                        not QEMU_MESSAGE.match(ln)), None), timeout)
 
     def wait_text(self, text: str, timeout: float) -> bool:
         """Whether `text` appeared (partial line included) within `timeout`."""
