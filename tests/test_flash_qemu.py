@@ -118,3 +118,17 @@ def test_the_command_line_comes_from_the_declarations(qemu_aarch64_build):
     bare = qemu.command(board, None, "bare", gdb=1234, halted=True)
     assert "-bios" not in bare and bare[bare.index("-m") + 1] == "1024"
     assert bare[bare.index("-nic") + 1] == "none" and bare[-3:] == ["-S", "-gdb", "tcp:127.0.0.1:1234"]
+
+
+@pytest.mark.slow
+def test_run_names_no_artifact_file(qemu_aarch64_build, mps2_build):
+    """What QEMU loads comes from the declarations: no file the builds make is named in run/."""
+    from pathlib import Path
+
+    import seedfw.run
+
+    sources = {p.name: p.read_text() for p in Path(seedfw.run.__file__).parent.glob("*.py")}
+    for build in (qemu_aarch64_build, mps2_build):
+        manifest = json.loads((build.outdir / "manifest.json").read_text())
+        for name in (a["name"] for a in manifest["artifacts"]):
+            assert not [m for m, text in sources.items() if name in text], name

@@ -76,7 +76,7 @@ def make_dtb(board, work: Path, log: Path, overlay: Path | None = None) -> Path:
     dts.write_text(text)
     util.run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", dtb, dts], log=log)
     if overlay is not None and overlay.is_file():
-        applied = work / "seedfw-opp.dtb"
+        applied = work / "seedfw-overlaid.dtb"
         util.run(["fdtoverlay", "-i", dtb, "-o", applied, overlay], log=log)
         return applied
     return dtb
