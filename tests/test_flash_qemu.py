@@ -35,6 +35,24 @@ def test_a_board_without_drives_has_nothing_to_program(tmp_path):
                                      "board 'mps2-an385' has no QEMU drive to program")
 
 
+@pytest.mark.parametrize("qemu_decl, path", [({"load": "floppy", "modes": ["firmware"]}, "images/x"),
+                                             ({"load": "bios", "modes": ["firmware"]}, "../../etc/passwd"),
+                                             ("bios", "images/x"),
+                                             ({"load": "bios", "modes": "firmware"}, "images/x"),
+                                             ({"load": "loader", "modes": ["firmware"],
+                                               "addr": -1}, "images/x")])
+def test_a_hostile_manifest_declaration_is_one_error(tmp_path, qemu_decl, path):
+    """manifest.json is read back by run/: a load kind QEMU has no option for, or a path out of
+    the output directory, is refused naming the file and field (never handed to QEMU)."""
+    (tmp_path / "manifest.json").write_text(json.dumps({"artifacts": [
+        {"name": "x", "path": path, "declared": {"role": "bios", "qemu": qemu_decl}}]}))
+    with pytest.raises(SeedfwError) as err:
+        qemu.command(boards.get("qemu-aarch64"), tmp_path, "firmware")
+    assert err.value.line() == (f"{tmp_path / 'manifest.json'}: artifacts[0].declared.qemu: not a "
+                                "QEMU load declaration (load one of bios, kernel, initrd, loader, "
+                                "drive, dtb-overlay, a relative path)")
+
+
 @pytest.mark.slow
 def test_invoke_flash_programs_the_secure_flash_and_run_boots_from_it(qemu_aarch64_build, tmp_path):
     out = _copy(qemu_aarch64_build, tmp_path / "out")

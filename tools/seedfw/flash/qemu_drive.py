@@ -34,12 +34,16 @@ def _manifest_load(board, outdir: Path, image: Path) -> tuple[str, str]:
                           "(run the build first)", manifest)
     data = util.read_json(manifest, " (the build manifest)")
     real = os.path.realpath(image)
-    entries = [a for a in data.get("artifacts", []) if isinstance(a, dict)]
+    artifacts = data.get("artifacts")
+    if not isinstance(artifacts, list):
+        raise SeedfwError("must be a list of objects", manifest, "artifacts")
+    entries = [a for a in artifacts if isinstance(a, dict) and isinstance(a.get("path"), str)
+               and isinstance(a.get("name"), str)]
     match = next((a for a in entries if os.path.realpath(outdir / a.get("path", "")) == real), None)
     if match is None:       # an --image outside <out>: the same file name
         match = next((a for a in entries if a.get("name") == image.name), None)
     load = ((match or {}).get("declared") or {}).get("qemu") or {}
-    if not load.get("load"):
+    if not isinstance(load, dict) or not isinstance(load.get("load"), str):
         raise SeedfwError(f"the build declares no QEMU load for {image.name}, so no drive of "
                           f"board '{board.name}' holds it", image, "--image")
     return match["name"], load["load"]

@@ -106,15 +106,19 @@ def declared(board, outdir: Path, images: Path | None = None) -> list[Load]:
         if not q:
             continue
         rel = a.get("path")
+        modes = q.get("modes") if isinstance(q, dict) else None
+        addr = q.get("addr") if isinstance(q, dict) else None
         if not isinstance(q, dict) or q.get("load") not in LOADS or not isinstance(rel, str) \
-                or Path(rel).is_absolute() or ".." in Path(rel).parts:
+                or Path(rel).is_absolute() or ".." in Path(rel).parts \
+                or not isinstance(modes, list) or not set(modes) <= set(MODES) \
+                or not (addr is None or (isinstance(addr, int) and addr >= 0)):
             raise SeedfwError(f"not a QEMU load declaration (load one of {', '.join(LOADS)}, "
                               "a relative path)", manifest, f"artifacts[{i}].declared.qemu")
         path = Path(outdir) / rel
         if images is not None and Path(rel).parts[:1] == ("images",):
             path = Path(images).joinpath(*Path(rel).parts[1:])
-        out.append(Load(a.get("name", path.name), path, q["load"], tuple(q.get("modes") or ()),
-                        q.get("addr"), (a.get("declared") or {}).get("role", "")))
+        out.append(Load(str(a.get("name", path.name)), path, q["load"], tuple(modes), addr,
+                        str((a.get("declared") or {}).get("role", ""))))
     return out
 
 
@@ -124,9 +128,10 @@ def declares_role(outdir: Path, role: str) -> bool:
     if not manifest.is_file():
         return False
     data = util.read_json(manifest, " (the build manifest)")
-    return any((a.get("declared") or {}).get("role") == role and
-               (Path(outdir) / a.get("path", "")).is_file()
-               for a in data.get("artifacts", []) if isinstance(a, dict))
+    artifacts = data.get("artifacts") if isinstance(data.get("artifacts"), list) else []
+    return any(isinstance(a.get("declared"), dict) and a["declared"].get("role") == role and
+               isinstance(a.get("path"), str) and (Path(outdir) / a["path"]).is_file()
+               for a in artifacts if isinstance(a, dict))
 
 
 # -- drives ----------------------------------------------------------------------------------------
