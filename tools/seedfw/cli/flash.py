@@ -1,7 +1,8 @@
 """Tasks: flash (program + verify through the board's backend), bench (list/check), counters.
 
 Every `invoke` run imports this module to list the tasks, so pyOCD, pyelftools and the work
-modules are imported inside the task bodies. Inputs (probe id, image, manifest, and the
+modules are imported inside the task bodies; the runner modules are imported here (cheaply) because
+`invoke flash`'s options are generated from what each registered runner declares. Inputs (probe id, image, manifest, and the
 image's signature when its build requires signing) are checked before a probe is touched or QEMU
 is started (seedfw.flash.image_checks).
 """
