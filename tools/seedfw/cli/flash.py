@@ -144,20 +144,18 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
     """Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
     from .. import boards
     from ..counters import source_class
-    from ..counters.readback import read_dfi, read_stats_block
     from ..flash.probe_ids import check_probe_uid
 
     b = boards.get(board)
     cls = source_class(b.counters, b.dir / "board.yaml")
     if probe:
         check_probe_uid(probe)
-    if map_ and b.counters != "rk3588-dfi":
+    if map_ and "map" not in cls.options:
         raise SeedfwError(f"board '{b.name}' has no counter map (its counter source is "
                           f"{b.counters})", None, "--map")
-    if b.counters == "rk3588-dfi":
-        values = read_dfi(b, cls, probe, recorded, map_)
-    else:
-        values = read_stats_block(b, cls, probe, elf, flash_first, bench, output)
+    # each source reads the board its own way (seedfw.counters.REGISTRY)
+    values = cls.read(b, {"probe": probe, "elf": elf, "output": output, "flash_first": flash_first,
+                          "bench": bench, "recorded": recorded, "map": map_})
     if json_:
         print(json.dumps(values, indent=2, sort_keys=True))
         return

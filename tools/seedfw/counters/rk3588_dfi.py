@@ -113,6 +113,12 @@ class Rk3588DfiCounters(CounterSource):
     name = "rk3588-dfi"
     # How the counts were taken and turned into bytes: the map's configuration, not readings.
     SETTINGS = frozenset({"ddr_type", "burst_length", "interval_ms"})
+    options = ("recorded", "map")
+
+    @classmethod
+    def read(cls, board, args: dict) -> dict:
+        from .readback import read_dfi
+        return read_dfi(board, cls, args.get("probe"), args.get("recorded"), args.get("map"))
 
     def __init__(self, board, config_path=None, sleep=time.sleep):
         super().__init__(board)
