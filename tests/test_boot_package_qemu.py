@@ -8,7 +8,8 @@ import pytest
 
 import builds
 
-from seedfw import boards, qemu
+from seedfw import boards
+from seedfw.run import payload as qemu
 from seedfw.errors import SeedfwError
 
 PREFIXES = ("pkg:", "dvfs", "model ", "firmware ", "fdt ")

@@ -18,7 +18,9 @@ from elftools.elf.elffile import ELFFile
 
 import builds
 from cli import invoke, one_error_line
-from seedfw import __version__, boards, qemu
+from seedfw import __version__, boards
+from seedfw.run import payload as qemu
+from seedfw.run import qemu as qemu_cmd
 from seedfw.errors import SeedfwError
 from seedfw.paths import BOARD_DIR
 
@@ -139,7 +141,9 @@ def test_board_ready_expression_is_checked_with_its_file_and_field(tmp_path):
 
 def test_run_before_build_says_what_to_do(tmp_path):
     line = one_error_line(invoke("run", "--board", "qemu-aarch64", "--output", tmp_path))
-    assert line.endswith("images/qemu_fw.bios: not built yet (run 'invoke build --board qemu-aarch64')")
+    # what QEMU loads is what the build declared (manifest.json): no build, no manifest
+    assert line == (f"error: {tmp_path / 'manifest.json'}: not built yet "
+                    "(run 'invoke build --board qemu-aarch64')")
 
 
 # ---- slow: real builds ---------------------------------------------------------------------------
@@ -209,8 +213,9 @@ def test_start_with_extra_args_gives_a_waiting_gdb_stub(qemu_aarch64_build):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = qemu.start(boards.get("qemu-aarch64"), qemu_aarch64_build.outdir,
-                      ["-gdb", f"tcp:127.0.0.1:{port}", "-S"])
+    board = boards.get("qemu-aarch64")
+    proc = qemu_cmd.start(qemu_cmd.command(board, qemu_aarch64_build.outdir, "firmware",
+                                           gdb=port, halted=True), board)
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -229,7 +234,7 @@ def test_start_with_extra_args_gives_a_waiting_gdb_stub(qemu_aarch64_build):
         conn.close()
         assert reply.startswith(b"+$T05") or reply.startswith(b"+$S05"), reply
     finally:
-        assert qemu.stop(proc) is not None
+        assert qemu_cmd.stop(proc) is not None
     assert proc.poll() is not None
 
 

@@ -18,7 +18,7 @@ import pytest
 from cli import invoke
 from seedfw import boards
 from seedfw import build as build_mod
-from seedfw.buildroot import boot as osboot
+from seedfw.run import os_boot as osboot
 from seedfw.buildroot import make, mirror, tree
 from seedfw.errors import SeedfwError
 from seedfw.parts.buildroot import cpio_entries
@@ -359,6 +359,7 @@ def test_a_corrupted_rootfs_in_the_os_fit_is_stopped_by_u_boot(br_build, tmp_pat
     result, _ = br_build
     out = tmp_path / "out"
     shutil.copytree(result.outdir / "images", out / "images")
+    shutil.copy(result.outdir / "manifest.json", out)    # what QEMU loads (seedfw.run.qemu)
     disk = out / "images" / "qemu-aarch64-disk.img"
     cpio = (result.outdir / "images" / "rootfs.cpio").read_bytes()
     data = bytearray(disk.read_bytes())
@@ -382,6 +383,7 @@ def test_a_tampered_opp_overlay_is_reported_by_the_agent(br_build, tmp_path):
     result, _ = br_build
     out = tmp_path / "out"
     shutil.copytree(result.outdir / "images", out / "images")
+    shutil.copy(result.outdir / "manifest.json", out)    # what QEMU loads (seedfw.run.qemu)
     fit = tmp_path / "fit"
     shutil.copytree(result.outdir / "build" / "os-fit", fit)
     name = "qemu-aarch64-os.itb"

@@ -27,7 +27,8 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 import builds
-from seedfw import boards, build as build_mod, qemu
+from seedfw import boards, build as build_mod
+from seedfw.run import payload as qemu
 from seedfw.compress import bl31, stage
 from seedfw.compress.container import read_container
 from seedfw.compress.sections import read_elf_sections

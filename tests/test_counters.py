@@ -45,7 +45,7 @@ def test_stats_readback_equals_uart(tmp_path_factory):
     from pyocd.core.helpers import ConnectHelper
     from pyocd.core.target import Target
 
-    from seedfw.bench import QemuGdbTarget
+    from seedfw.run.bench import QemuGdbTarget
     from seedfw.counters.base import PyocdReader
     from seedfw.flash.pyocd_runner import PyocdRunner
 

@@ -50,7 +50,7 @@ def test_every_plugin_and_prompted_symbol_has_help():
     kinds = docsgen.plugin_classes()
     assert {"parts", "flash-runners", "counter-sources", "report-sections"} == set(kinds)
     assert {"mcu", "tfa", "uboot"} <= {n for n, _ in kinds["parts"]}
-    assert {"pyocd", "rockusb", "sdcard"} == {n for n, _ in kinds["flash-runners"]}
+    assert {"pyocd", "rockusb", "sdcard", "qemu"} == {n for n, _ in kinds["flash-runners"]}
 
 
 def test_missing_help_negative_control(monkeypatch):

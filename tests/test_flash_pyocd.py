@@ -68,7 +68,7 @@ def test_wrong_board_image_refused(mcu, tmp_path):
 
 @pytest.mark.slow
 def test_flash_api_runs_and_reads_back(mcu, board):
-    from seedfw.bench import QemuGdbTarget
+    from seedfw.run.bench import QemuGdbTarget
     from seedfw.flash.pyocd_runner import PyocdRunner
     from seedfw.flash.qemu_probe.rsp import RspClient
 
@@ -87,7 +87,7 @@ def test_flash_api_runs_and_reads_back(mcu, board):
 @pytest.mark.slow
 def test_flash_negative_control_fails_verify(mcu, board):
     """A ProgramPage that reports success and writes nothing: pyOCD is satisfied, our verify is not."""
-    from seedfw.bench import QemuGdbTarget
+    from seedfw.run.bench import QemuGdbTarget
     from seedfw.flash.pyocd_runner import PyocdRunner
     from seedfw.flash.targets.mps2_an385 import target_class_for_algo
 
@@ -109,7 +109,7 @@ def test_pyocd_cli_flash_breakpoint_and_step(mcu, board):
     from pyocd.core.helpers import ConnectHelper
     from pyocd.core.target import Target
 
-    from seedfw.bench import QemuGdbTarget
+    from seedfw.run.bench import QemuGdbTarget
 
     with open(mcu / "mcu.elf", "rb") as f:
         main = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name("main")[0]["st_value"] & ~1

@@ -268,12 +268,11 @@ def recorded_counters(tmp_path, provenance=None):
     (the Python entry the task calls), optionally with its provenance replaced."""
     from seedfw import boards
     from seedfw.counters import source_class
-    from seedfw.counters.readback import read_dfi
     from seedfw.paths import ROOT
 
     board = boards.get("rk3588")
-    doc = read_dfi(board, source_class(board.counters), None,
-                   ROOT / "tests" / "data" / "rk3588_dfi_recorded.yaml", None)
+    doc = source_class(board.counters).read(
+        board, {"recorded": ROOT / "tests" / "data" / "rk3588_dfi_recorded.yaml"})
     if provenance is not None:
         doc["provenance"] = provenance
     path = tmp_path / "counters.json"
@@ -335,7 +334,6 @@ def test_live_counters_render_as_measured_live(outdirs, tmp_path):
 def test_recording_without_provenance_is_unknown_never_live(outdirs, tmp_path):
     from seedfw import boards
     from seedfw.counters import source_class
-    from seedfw.counters.readback import read_dfi
     from seedfw.paths import ROOT
 
     text = (ROOT / "tests" / "data" / "rk3588_dfi_recorded.yaml").read_text()
@@ -343,7 +341,7 @@ def test_recording_without_provenance_is_unknown_never_live(outdirs, tmp_path):
     bare.write_text(re.sub(r"(?ms)^provenance:\n(  .*?\n)+", "", text))
     assert "provenance:" not in bare.read_text() and "reads:" in bare.read_text()
     board = boards.get("rk3588")
-    doc = read_dfi(board, source_class(board.counters), None, bare, None)
+    doc = source_class(board.counters).read(board, {"recorded": bare})
     assert doc["provenance"]["source"] == "recorded" and doc["provenance"]["recording"] is None
     path = tmp_path / "c.json"
     path.write_text(json.dumps(doc))

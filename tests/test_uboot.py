@@ -192,7 +192,8 @@ def test_allow_missing_blobs_is_non_functional_everywhere(tmp_path):
 # ---- slow: qemu-aarch64, TF-A → U-Boot (BL33) → our payload from the virtio disk -----------------
 
 def _boot(outdir, log_name):
-    from seedfw import boards, qemu
+    from seedfw import boards
+    from seedfw.run import payload as qemu
     return qemu.run(boards.get("qemu-aarch64"), outdir, timeout=30, echo=lambda s: None,
                     log=outdir / "logs" / log_name)
 

@@ -11,23 +11,21 @@ bench.yaml (`--bench FILE` or $SEEDFW_BENCH):
         power: {on: "cmd", off: "cmd"}  # optional shell commands
         qemu_args: [-icount, shift=3]   # optional extra QEMU arguments
 
-Resources: `BenchEntry` (plain data). Drivers: `QemuGdbTarget` (starts/stops QEMU with its GDB
-stub), `probe_present` (pyOCD enumeration), `serial_present`.
+Resources: `BenchEntry` (plain data). Drivers: `QemuGdbTarget` (seedfw.run.bench: QEMU halted
+behind its GDB stub), `probe_present` (pyOCD enumeration), `serial_present`.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import socket
 import subprocess
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import boards, paths, yamlfile
 from .errors import SeedfwError
+from .run.bench import QemuGdbTarget, free_port  # noqa: F401  (free_port: re-exported)
 
 SCHEMA = {
     "type": "object",
@@ -119,112 +117,7 @@ def entry_for_board(entries: list[BenchEntry], board: str) -> BenchEntry | None:
 
 
 # -- drivers ------------------------------------------------------------------------------------
-def free_port() -> int:
-    """An ephemeral loopback port (the OS picks it; the tiny reuse race is retried by the caller)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class QemuGdbTarget:
-    """QEMU for a board, halted at reset with its GDB stub on 127.0.0.1:<ephemeral port>.
-
-    No -kernel: a system reset would reload it over flashed data, so the flash starts erased
-    (zero) and the image arrives through the probe. UART output goes to `uart_log`.
-    """
-
-    def __init__(self, board, uart_log: str | os.PathLike | None = None, extra_args=()):
-        self.board = board
-        q = board.qemu
-        if not q:
-            raise SeedfwError("board has no qemu section", board.dir / "board.yaml", "qemu")
-        self._tmp = None
-        if uart_log is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="seedfw-qemu-")
-            uart_log = Path(self._tmp.name) / "uart.log"
-        self.uart_log = Path(uart_log)
-        self.extra_args = list(extra_args)
-        self.port = 0
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def uid(self) -> str:
-        return f"qemu:127.0.0.1:{self.port}"
-
-    def command(self) -> list[str]:
-        q = self.board.qemu
-        cmd = [q["binary"], "-machine", q["machine"], "-cpu", q["cpu"]]
-        cmd += [a for a in q.get("args", []) if a != "-nographic"]
-        return cmd + ["-nographic", "-monitor", "none", "-serial", f"file:{self.uart_log}",
-                      "-S", "-gdb", f"tcp:127.0.0.1:{self.port}", *self.extra_args]
-
-    def start(self) -> "QemuGdbTarget":
-        for _ in range(3):
-            self.port = free_port()
-            self.uart_log.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            except FileNotFoundError:
-                raise SeedfwError(f"{self.board.qemu['binary']} not installed",
-                                  self.board.dir / "board.yaml", "qemu.binary") from None
-            if self._wait_listening():
-                return self
-            self.stop()
-        raise SeedfwError("QEMU did not open its GDB stub", self.board.dir / "board.yaml", "qemu")
-
-    def _wait_listening(self, timeout: float = 5.0) -> bool:
-        # Look for the listening socket without connecting: a gdbstub connection pauses the guest.
-        deadline = time.monotonic() + timeout
-        needle = f":{self.port:04X} 00000000:0000 0A"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            with open("/proc/net/tcp") as f:
-                if any(needle in line for line in f):
-                    return True
-            time.sleep(0.01)
-        return False
-
-    def uart(self) -> str:
-        try:
-            return self.uart_log.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def wait_uart(self, text: str, timeout: float = 5.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            out = self.uart()
-            if text in out:
-                return out
-            if self.proc and self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        raise SeedfwError(f"'{text}' did not appear on the UART within {timeout} s", self.uart_log, "uart")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc and self.proc.stderr:
-            self.proc.stderr.close()
-        self.proc = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        if self._tmp:
-            self._tmp.cleanup()
-        return False
-
-
+# The QEMU GDB target (QemuGdbTarget) is started by the one place that starts targets.
 def probe_present(uid: str) -> bool:
     """pyOCD enumeration: does a probe with this unique id answer?"""
     from pyocd.probe.aggregator import DebugProbeAggregator

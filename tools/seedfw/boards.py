@@ -11,7 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import yamlfile
+from .counters import REGISTRY as COUNTER_SOURCES
 from .errors import SeedfwError
+from .flash import REGISTRY as FLASH_RUNNERS
 from .paths import BOARD_DIR
 
 _REGION = {
@@ -60,6 +62,22 @@ SCHEMA = {
                 # A guest that never powers off (an MCU idling in WFI) has succeeded once its UART
                 # prints a line matching this regular expression; `qemu.run` then stops QEMU.
                 "ready": {"type": "string", "minLength": 1},
+                # Arguments of the firmware run only (seedfw.run.qemu mode "firmware").
+                "firmware_args": {"type": "array", "items": {"type": "string"}},
+                # The storage QEMU gives the guest; each drive holds one declared load kind
+                # (seedfw.run.qemu.LOADS). `invoke flash` (runner qemu) programs it into
+                # <out>/qemu/<name>.img, which the next run boots instead of the build's file.
+                "drives": {"type": "array", "items": {
+                    "type": "object", "required": ["name", "interface", "holds"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
+                        "interface": {"type": "string", "minLength": 1},   # pflash or a device
+                        "unit": {"type": "integer", "minimum": 0},
+                        "size": {"type": "integer", "minimum": 1},         # pflash: exact size
+                        "holds": {"enum": ["bios", "kernel", "drive"]},
+                    },
+                }},
             },
         },
         "pyocd": {
@@ -102,10 +120,11 @@ SCHEMA = {
         },
         "flash": {
             "type": "object", "required": ["backend"], "additionalProperties": False,
-            "properties": {"backend": {"enum": ["pyocd", "rockusb", "qemu"]}},
+            # the runner registry is the only list of names (seedfw.flash.REGISTRY)
+            "properties": {"backend": {"enum": list(FLASH_RUNNERS.names())}},
         },
         "dvfs": {"type": "string"},
-        "counters": {"enum": ["rk3588-dfi", "stats-block"]},
+        "counters": {"enum": list(COUNTER_SOURCES.names())},          # seedfw.counters.REGISTRY
     },
 }
 

@@ -44,20 +44,17 @@ def _load(spec: str):
 def plugin_classes() -> dict[str, list[tuple[str, object]]]:
     """Every registered plug-in by kind: [(name, class or module)], in registry order.
 
-    The one place that knows where each kind is registered: the parts registry
-    (seedfw.parts.REGISTRY), the report sections registry (seedfw.report.sections.SECTIONS),
-    the flash backends and counter sources tables. Swap a line for a registry's
-    `names()`/`get()` when one appears."""
+    The one place that knows the registries: parts (seedfw.parts.REGISTRY), flash runners
+    (seedfw.flash.REGISTRY), counter sources (seedfw.counters.REGISTRY), report sections
+    (seedfw.report.sections.SECTIONS)."""
     from seedfw import counters, flash, parts
     from seedfw.report.sections import SECTIONS
-    return {
-        # names() + get(): REGISTRY.classes() refuses an undocumented class, missing_help()
-        # wants to list them all instead.
-        "parts": [(n, parts.REGISTRY.get(n)) for n in parts.REGISTRY.names()],
-        "flash-runners": [(n, _load(s)) for n, s in flash.BACKENDS.items()],
-        "counter-sources": [(n, _load(s)) for n, s in counters.SOURCES.items()],
-        "report-sections": [(n, SECTIONS.get(n)) for n in SECTIONS.names()],
-    }
+    # names() + get(): Registry.classes() refuses an undocumented class, missing_help() wants
+    # to list them all instead.
+    return {kind: [(n, reg.get(n)) for n in reg.names()]
+            for kind, reg in (("parts", parts.REGISTRY), ("flash-runners", flash.REGISTRY),
+                              ("counter-sources", counters.REGISTRY),
+                              ("report-sections", SECTIONS))}
 
 
 def _doc(obj) -> str:

@@ -112,7 +112,8 @@ def qemu_needs(board_args: dict[str, list[str]]) -> list[Need]:
 
 
 def board_qemu_args() -> dict[str, list[str]]:
-    from . import boards, qemu
+    from . import boards
+    from .run import qemu
     return {b.name: qemu.machine_args(b) for b in map(boards.get, boards.names()) if b.qemu}
 
 

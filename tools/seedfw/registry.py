@@ -38,6 +38,13 @@ class Registry:
     def __contains__(self, name) -> bool:
         return name in self._entries
 
+    def __iter__(self):
+        return iter(self._entries)
+
+    def target(self, name: str) -> str:
+        """"module:Class" of `name`, without importing it."""
+        return self._entries[name]
+
     def get(self, name: str, file=None, field=None) -> type:
         """The class registered as `name`; SeedfwError naming the known ones (and the file and
         field that asked for it, when given) otherwise."""

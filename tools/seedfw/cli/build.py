@@ -118,7 +118,7 @@ def run(c, board=None, output=None, timeout=30.0, until=None):
     name = default_board(board)
     if name == "all":
         raise SeedfwError("'run' takes one board, not 'all'")
-    from .. import qemu
+    from ..run import payload as qemu
 
     brd = boards.get(name)
     result = qemu.run(brd, output_dir(name, output), timeout=float(timeout), until=until)

@@ -31,7 +31,8 @@ def ci(c, output=None, baseline=None, jobs=0):
     Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports and print the summary."""
     from rich.console import Console
 
-    from .. import multibuild, qemu
+    from .. import multibuild
+    from ..run import payload as qemu
     from ..report import build_report, markdown, write_report
 
     console = Console(highlight=False, soft_wrap=True)

@@ -1,7 +1,8 @@
 """Tasks: flash (program + verify through the board's backend), bench (list/check), counters.
 
 Every `invoke` run imports this module to list the tasks, so pyOCD, pyelftools and the work
-modules are imported inside the task bodies. Inputs (probe id, image, manifest, and the
+modules are imported inside the task bodies; the runner modules are imported here (cheaply) because
+`invoke flash`'s options are generated from what each registered runner declares. Inputs (probe id, image, manifest, and the
 image's signature when its build requires signing) are checked before a probe is touched or QEMU
 is started (seedfw.flash.image_checks).
 """
@@ -16,29 +17,50 @@ from ..errors import SeedfwError
 __all__ = ["flash", "bench", "counters"]
 
 
-@command(help={
+# The options every runner shares; each runner's own come from its class (`options`).
+COMMON_HELP = {
     "board": "board name (board/<name>/board.yaml)",
     "probe": "probe unique id (pyOCD UID such as cmsisdap:…, qemu:HOST:PORT, qemu:auto); default from the bench",
     "image": "image to program; default: what the build declares for the runner (manifest.json \"flash\")",
-    "bench": "bench file (default $SEEDFW_BENCH)",
     "output": "build output directory (default output/<board>)",
-    "target": "pyOCD target type (default: bench entry, then board.yaml pyocd.target)",
     "verify": "read back and compare every programmed byte (default on)",
-    "loader": "rockusb: maskrom loader for `rkdeveloptool db` (default: the build's)",
-    "sector": "rockusb: first sector (default: 0 for a disk image, 64 for u-boot-rockchip.bin)",
-    "to": "write the disk image to this card (/dev/sdX) or file with bmaptool (sdcard runner)",
-})
-def flash(c, board, probe=None, image=None, bench=None, output=None, target=None, verify=True,
-          loader=None, sector=None, to=None):
+}
+
+
+def runner_options() -> dict[str, str]:
+    """{option: help} of every registered runner (west's do_add_parser: each runner declares its
+    own), the runners that read an option named in its help. Imports the runner modules, which
+    import nothing heavy at module level (pyOCD and pyelftools load when a runner is used)."""
+    from ..flash import REGISTRY
+    from ..flash.base import COMMON_OPTIONS
+
+    helps: dict[str, str] = {}
+    users: dict[str, list[str]] = {}
+    for name, cls in REGISTRY.classes():
+        for opt, text in cls.options.items():
+            if opt in COMMON_OPTIONS:
+                raise ValueError(f"flash runner {name}: option '{opt}' is a common option")
+            if opt in helps and helps[opt] != text:
+                raise ValueError(f"flash runner {name}: option '{opt}' differs from {users[opt]}'s")
+            helps[opt] = text
+            users.setdefault(opt, []).append(name)
+    return {opt: f"{'/'.join(users[opt])}: {helps[opt]}" for opt in helps}
+
+
+def flash_body(c, board, probe=None, image=None, output=None, verify=True, **options):
     """Program an image into a board, then read it back.
 
     Program an image into a board through its flash runner, then verify it (read back)."""
     from .. import boards
-    from ..flash import runner_class
-    from ..flash.image_checks import check_image_board, check_image_signature, default_loader, find_image
+    from ..flash import REGISTRY, runner_class
+    from ..flash.image_checks import check_image_board, check_image_signature, find_image
 
     b = boards.get(board)
-    backend = "sdcard" if to else b.flash_backend      # --to picks the card writer
+    # A runner's own option can pick it (--to: the card writer); else the board's backend.
+    backend = next((n for n in REGISTRY.names() if (sel := REGISTRY.get(n).selected_by)
+                    and options.get(sel)), b.flash_backend)
+    cls = runner_class(backend, b.dir / "board.yaml")
+    cls.require("flash", *(("verify",) if verify else ()))
     img = find_image(b, image, output, backend)
     if img.is_dir():
         raise SeedfwError("is a directory, not an image file", img, "--image")
@@ -48,15 +70,39 @@ def flash(c, board, probe=None, image=None, bench=None, output=None, target=None
     # to say, whichever backend the board has.
     check_image_board(b, img)
     check_image_signature(b, img)
-    cls = runner_class(backend, b.dir / "board.yaml")
-    if "loader" in cls.options and not loader:
-        loader = default_loader(b, output)
-    args = {"probe": probe, "bench": bench, "target": target, "loader": loader, "sector": sector,
-            "to": to}
+    args = {"probe": probe, "output": output, **options}
     with cls.session(b, args) as runner:
         result = runner.run("flash", img, verify=verify)
     print(f"ok: {result.image} -> {b.name} via {cls.name} ({result.programmed_bytes} bytes, "
           f"{result.verified_bytes} verified)")
+
+
+def _flash_task():
+    """`invoke flash` with the common options plus every runner's own (all default None)."""
+    import inspect
+
+    own = runner_options()
+    params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("board", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+               for n, d in (("probe", None), ("image", None), ("output", None), ("verify", True))]
+    params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+               for n in own]
+
+    def flash(c, *args, **kwargs):
+        bound = sig.bind(c, *args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        common = {k: values.pop(k) for k in ("c", "board", "probe", "image", "output", "verify")}
+        return flash_body(**common, **values)
+
+    sig = inspect.Signature(params)
+    flash.__signature__ = sig
+    flash.__doc__ = flash_body.__doc__
+    return command(help={**COMMON_HELP, **own})(flash)
+
+
+flash = _flash_task()
 
 
 @command(help={
@@ -102,20 +148,18 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
     Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
     from .. import boards
     from ..counters import source_class
-    from ..counters.readback import read_dfi, read_stats_block
     from ..flash.probe_ids import check_probe_uid
 
     b = boards.get(board)
     cls = source_class(b.counters, b.dir / "board.yaml")
     if probe:
         check_probe_uid(probe)
-    if map_ and b.counters != "rk3588-dfi":
+    if map_ and "map" not in cls.options:
         raise SeedfwError(f"board '{b.name}' has no counter map (its counter source is "
                           f"{b.counters})", None, "--map")
-    if b.counters == "rk3588-dfi":
-        values = read_dfi(b, cls, probe, recorded, map_)
-    else:
-        values = read_stats_block(b, cls, probe, elf, flash_first, bench, output)
+    # each source reads the board its own way (seedfw.counters.REGISTRY)
+    values = cls.read(b, {"probe": probe, "elf": elf, "output": output, "flash_first": flash_first,
+                          "bench": bench, "recorded": recorded, "map": map_})
     if json_:
         print(json.dumps(values, indent=2, sort_keys=True))
         return

@@ -78,7 +78,7 @@ def boot(c, board=None, output=None, timeout=90.0):
 
     Boot the built OS in QEMU (Debian kernel + Buildroot initramfs + agent); check the agent's report."""
     from .. import boards
-    from ..buildroot import boot as osboot
+    from ..run import os_boot as osboot
 
     name = default_board(board)
     result = osboot.boot(boards.get(name), output_dir(name, output), timeout=float(timeout))

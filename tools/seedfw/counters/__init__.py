@@ -1,22 +1,17 @@
 """Counter sources, one module per source (board.yaml `counters` names the source).
 
-Registry: name -> "module:Class", imported on use.
+`REGISTRY` is the only list of source names: board.yaml's `counters` enum is generated from it.
 """
 
 from __future__ import annotations
 
-import importlib
+from ..registry import Registry
 
-from ..errors import SeedfwError
-
-SOURCES = {
+REGISTRY = Registry("counter source", {
     "stats-block": "seedfw.counters.stats_block:StatsBlockCounters",
     "rk3588-dfi": "seedfw.counters.rk3588_dfi:Rk3588DfiCounters",
-}
+})
 
 
 def source_class(name: str, board_file=None):
-    if name not in SOURCES:
-        raise SeedfwError(f"no counter source '{name}'", board_file, "counters")
-    module, cls = SOURCES[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return REGISTRY.get(name, board_file, "counters")

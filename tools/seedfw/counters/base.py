@@ -26,9 +26,17 @@ class CounterSource:
 
     name = ""
     SETTINGS: frozenset[str] = frozenset()
+    # `invoke counters` options only this source reads (the task refuses them for other sources)
+    options: tuple[str, ...] = ()
 
     def __init__(self, board):
         self.board = board
+
+    @classmethod
+    def read(cls, board, args: dict) -> dict:
+        """The `invoke counters` document for `board` from the task's arguments (the source
+        knows its own read path: probe, QEMU it starts, or a recording)."""
+        raise NotImplementedError
 
     def sample(self, reader: MemoryReader) -> dict:
         raise NotImplementedError

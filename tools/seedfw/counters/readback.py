@@ -1,6 +1,6 @@
 """Reading a board's counters back: the stats block through pyOCD (Cortex-M), through the GDB stub
 of a QEMU we start (A-class payload) or one already running, and the RK3588 DFI registers (live
-or recorded). `read_stats_block` and `read_dfi` return the counters document (provenance,
+or recorded). `read_stats_block` returns the counters document (provenance,
 settings, readings: seedfw.counters.provenance); each path says which provenance it gives."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
         if flash_first or qemu is not None:
             runner_class("pyocd").from_board(b, uid, target=target, log=lambda *_: None).flash(elf)
         if qemu is not None:
-            qemu.wait_uart("stats:", timeout=5.0)
+            qemu.wait_uart("stats:", timeout=5.0)       # the pump of seedfw.run.bench
         session = ConnectHelper.session_with_chosen_probe(unique_id=uid, target_override=target,
                                                           blocking=False, options={"connect_mode": "attach"})
         if session is None:
@@ -79,21 +79,21 @@ def _stats_counters_qemu(b, source, outdir: Path, timeout: float = 30.0):
     """A-class board, no probe: boot the built image in QEMU with a GDB stub on an ephemeral
     loopback port and -no-shutdown (PSCI SYSTEM_OFF then stops the guest instead of ending QEMU),
     wait for the firmware's `stats:` UART line, read the block through the stub, stop QEMU.
-    The UART goes to <out>/logs/counters.log."""
-    from .. import qemu, util
-    from ..bench import free_port
+    The UART goes to <out>/logs/counters.log (through the one pump, seedfw.run.uart)."""
     from ..counters.base import RspReader
     from ..flash.qemu_probe.rsp import RspClient
+    from ..run import qemu
+    from ..run.bench import free_port
+    from ..run.uart import Uart
 
     log = outdir / "logs" / "counters.log"
     for _ in range(3):              # free_port() can race with another program taking the port
         port = free_port()
-        uart: list[str] = []
-        proc = qemu.start(b, outdir, ["-no-shutdown", "-gdb", f"tcp:127.0.0.1:{port}"])
-        values = exited = reader = None
+        proc = qemu.start(qemu.command(b, outdir, "firmware", gdb=port, extra=["-no-shutdown"]), b)
+        uart = Uart(proc, log)
+        values = exited = None
         try:
-            reader = _collect_until_stats(proc, uart, timeout)
-            if any(l.startswith("stats:") for l in uart):
+            if uart.wait_line(r"^stats:", timeout) is not None:
                 rsp = RspClient("127.0.0.1", port)      # connecting pauses the guest if it still runs
                 try:
                     # By now the guest is usually in TF-A's SYSTEM_OFF at EL3, whose MMU does not map
@@ -103,60 +103,18 @@ def _stats_counters_qemu(b, source, outdir: Path, timeout: float = 30.0):
                     values = source.sample(RspReader(rsp))
                 finally:
                     rsp.close()
-            else:
-                reader.join(0.5)           # ends right after EOF when QEMU exited
-                if not reader.is_alive():  # the UART ended: QEMU exited (reap it for its status)
-                    exited = proc.wait(5)
+            elif uart.ended:                # the UART ended: QEMU exited (reap it for its status)
+                exited = proc.wait(5)
         finally:
+            uart.stopping()
             qemu.stop(proc)         # never leave QEMU behind, whatever happened above
-            if reader is not None:
-                reader.join(5)
+            uart.close()
             proc.stdout.close()
-            log.parent.mkdir(parents=True, exist_ok=True)
-            util.write_text(log, "".join(uart))
         if values is not None:
             return values
         if exited is None:
             raise SeedfwError(f"no 'stats:' line on the UART within {timeout:g} s", log)
-        if not any("Address already in use" in l for l in uart):
+        if not any("Address already in use" in line for line in uart.lines):
             raise SeedfwError(f"QEMU exited (status {exited}) before the firmware printed its 'stats:' "
                               "line", log)
     raise SeedfwError("QEMU could not open its GDB stub on a free loopback port (3 tries)", log)
-
-
-def _collect_until_stats(proc, uart: list[str], timeout: float):
-    """Collect the UART (QEMU's stdout) into `uart` until a whole `stats:` line arrived, QEMU
-    exited, or `timeout` passed; a reader thread because a pipe read cannot time out by itself.
-    Returns the thread, which ends when QEMU does."""
-    import threading
-    import time
-
-    done = threading.Event()
-
-    def pump():
-        for raw in proc.stdout:
-            text = raw.decode(errors="replace")
-            uart.append(text)
-            if text.startswith("stats:") and text.endswith("\n"):
-                done.set()
-        done.set()                  # EOF: QEMU exited
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + timeout
-    while not done.wait(0.02) and time.monotonic() < deadline:
-        pass
-    return reader
-
-
-def read_dfi(b, cls, probe, recorded, map_file):
-    from ..counters.rk3588_dfi import load_recording
-
-    if not recorded:
-        raise SeedfwError("no RK3588 board reachable here: pass --recorded FILE with register values "
-                          "(a live board needs a MEM-AP probe path, not available in this tree yet)",
-                          None, "--probe" if probe else "--recorded")
-    source = cls(b, config_path=map_file, sleep=lambda s: None)    # the map is checked first
-    reader = load_recording(recorded)
-    values = source.sample(reader)
-    return source.document(values, provenance.recorded(recorded, reader.provenance))

@@ -113,6 +113,21 @@ class Rk3588DfiCounters(CounterSource):
     name = "rk3588-dfi"
     # How the counts were taken and turned into bytes: the map's configuration, not readings.
     SETTINGS = frozenset({"ddr_type", "burst_length", "interval_ms"})
+    options = ("recorded", "map")
+
+    @classmethod
+    def read(cls, board, args: dict) -> dict:
+        """A recorded set of register values (--recorded); no live MEM-AP path yet."""
+        from . import provenance
+        recorded = args.get("recorded")
+        if not recorded:
+            raise SeedfwError("no RK3588 board reachable here: pass --recorded FILE with register "
+                              "values (a live board needs a MEM-AP probe path, not available in "
+                              "this tree yet)", None, "--probe" if args.get("probe") else "--recorded")
+        source = cls(board, config_path=args.get("map"), sleep=lambda s: None)  # map checked first
+        reader = load_recording(recorded)
+        values = source.sample(reader)
+        return source.document(values, provenance.recorded(recorded, reader.provenance))
 
     def __init__(self, board, config_path=None, sleep=time.sleep):
         super().__init__(board)

@@ -102,6 +102,13 @@ class StatsBlockCounters(CounterSource):
     # frequency the firmware declares (a constant or CNTFRQ), i.e. configuration: none of them is
     # a measurement.
     SETTINGS = frozenset({"version", "address", "cycle_hz"})
+    options = ("elf", "flash_first", "bench", "output")
+
+    @classmethod
+    def read(cls, board, args: dict) -> dict:
+        from .readback import read_stats_block
+        return read_stats_block(board, cls, args.get("probe"), args.get("elf"),
+                                args.get("flash_first"), args.get("bench"), args.get("output"))
 
     def __init__(self, board, elf: str | Path | None = None):
         super().__init__(board)

@@ -1,25 +1,21 @@
-"""Flash backends (west-runner style): one class per backend, same interface (see base.py).
+"""Flash runners (west-runner style): one class per runner, same interface (see base.py).
 
-Registry: backend name (board.yaml `flash.backend`) -> "module:Class", imported on use so that
-listing backends does not import pyOCD.
+`REGISTRY` is the only list of runner names: board.yaml's `flash.backend` enum (seedfw.boards)
+and `invoke flash`'s options (seedfw.cli.flash, from each runner's declared `options`) are
+generated from it. Adding a runner is one module plus one line here.
 """
 
 from __future__ import annotations
 
-import importlib
+from ..registry import Registry
 
-from ..errors import SeedfwError
-
-BACKENDS = {
+REGISTRY = Registry("flash backend", {
     "pyocd": "seedfw.flash.pyocd_runner:PyocdRunner",
     "rockusb": "seedfw.flash.rockusb:RockusbRunner",
     "sdcard": "seedfw.flash.sdcard:SdcardRunner",
-}
+    "qemu": "seedfw.flash.qemu_drive:QemuDriveRunner",
+})
 
 
 def runner_class(name: str, board_file=None):
-    if name not in BACKENDS:
-        raise SeedfwError(f"no flash backend '{name}' (known: {', '.join(sorted(BACKENDS))})",
-                          board_file, "flash.backend")
-    module, cls = BACKENDS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return REGISTRY.get(name, board_file, "flash.backend")

@@ -37,8 +37,12 @@ class FlashRunner:
     capabilities:  what it can do, a subset of COMMANDS; `run` refuses anything else
     tool:          the host program it drives (checked on PATH before anything is touched),
                    and tool_package, the Debian package that ships it
-    options:       {task option: help} — the `invoke flash` arguments it reads; `create` builds
-                   the runner from the task's arguments and passes exactly these on
+    options:       {task option: help} — the `invoke flash` arguments it reads besides the
+                   task's own (COMMON_OPTIONS); the task's options are generated from every
+                   registered runner's (west's do_add_parser); `create` builds the runner from
+                   the task's arguments and passes exactly these on
+    selected_by:   an option of its own that, when given, picks this runner whatever the
+                   board's backend (`--to` picks the card writer)
     and implements `flash(image, verify)` (and `reset`/`erase` when it claims them).
     """
 
@@ -47,6 +51,16 @@ class FlashRunner:
     tool: str | None = None
     tool_package: str | None = None
     options: dict[str, str] = {}
+    selected_by: str | None = None
+
+    @classmethod
+    def require(cls, *needed: str) -> None:
+        """Refuse (one line) a runner that lacks a capability the command needs, before it is
+        created, a probe is reached or QEMU is started."""
+        missing = sorted(set(needed) - set(cls.capabilities))
+        if missing:
+            raise SeedfwError(f"the {cls.name} runner cannot {' or '.join(missing)} (it can: "
+                              f"{', '.join(sorted(cls.capabilities))})", None, "flash.backend")
 
     def __init__(self, board, probe_uid: str | None = None, log=print):
         self.board = board
@@ -81,10 +95,7 @@ class FlashRunner:
         checking that this runner supports it and that its tool is installed."""
         wanted = {command} | ({"verify"} if command == "flash" and kwargs.get("verify", True)
                               else set())
-        missing = sorted(wanted - set(self.capabilities))
-        if missing:
-            raise SeedfwError(f"the {self.name} runner cannot {' or '.join(missing)} (it can: "
-                              f"{', '.join(sorted(self.capabilities))})", None, "flash.backend")
+        self.require(*wanted)
         self.check_tool()
         return getattr(self, command)(*args, **kwargs)
 
@@ -100,6 +111,9 @@ class FlashRunner:
 
 
 COMMANDS = frozenset({"flash", "verify", "reset", "erase"})
+# The `invoke flash` options every runner shares (seedfw.cli.flash); a runner's own `options`
+# must not reuse these names.
+COMMON_OPTIONS = ("board", "probe", "image", "output", "verify")
 
 
 # e_machine numbers and the names used in messages (the ELF spec's)

@@ -15,8 +15,6 @@ import logging
 import time
 from pathlib import Path
 
-from elftools.elf.elffile import ELFFile
-
 from ..errors import SeedfwError
 from .base import FlashResult, FlashRunner, first_mismatch
 
@@ -26,6 +24,9 @@ def image_regions(image: Path, bin_base: int) -> list[tuple[int, bytes]]:
     (load) address, Intel HEX records, or a raw binary at `bin_base`."""
     suffix = image.suffix.lower()
     if suffix in (".elf", ".axf", ".out"):
+        # here, not at module level: `invoke` lists the runners' options on every run
+        from elftools.elf.elffile import ELFFile
+
         regions = []
         with open(image, "rb") as f:
             elf = ELFFile(f)
@@ -62,8 +63,7 @@ class PyocdRunner(FlashRunner):
         with reach_probe(board, args.get("probe"), args.get("bench")) as (uid, bench_target, qemu):
             yield cls(board, uid, log=log, target=args.get("target") or bench_target)
             if qemu is not None:
-                out = qemu.wait_uart("\n", timeout=5.0)
-                log("uart: " + out.strip().splitlines()[0])
+                log("uart: " + qemu.wait_line(r"\S", timeout=5.0).strip())
 
     def __init__(self, board, probe_uid=None, log=print, target: str | None = None, options=None):
         super().__init__(board, probe_uid, log)

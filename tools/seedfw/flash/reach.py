@@ -14,6 +14,7 @@ def reach_probe(board, probe, bench_path, uart_log=None):
     """Yield (probe uid, pyOCD target or None, QemuGdbTarget or None) for a board: --probe wins,
     else the bench entry for the board; `qemu:auto` starts QEMU on loopback for the duration."""
     from .. import bench as benchmod
+    from ..run.bench import QemuGdbTarget
 
     entry = None
     if not probe:
@@ -29,7 +30,7 @@ def reach_probe(board, probe, bench_path, uart_log=None):
         benchmod.run_power(entry, "on")  # no-op unless the bench entry has a power.on command
     if probe.lower() == "qemu:auto":
         extra = entry.qemu_args if entry else ("-icount", "shift=3")
-        with benchmod.QemuGdbTarget(board, uart_log=uart_log, extra_args=extra) as q:
+        with QemuGdbTarget(board, uart_log=uart_log, extra_args=extra) as q:
             yield q.uid, target, q
     else:
         yield probe, target, None

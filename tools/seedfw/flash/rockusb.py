@@ -63,6 +63,15 @@ class RockusbRunner(FlashRunner):
         self.sector = None if sector is None else int(sector)
         self.tool = tool
 
+    @classmethod
+    def create(cls, board, args: dict, log=print) -> "RockusbRunner":
+        """Without --loader, the maskrom loader the build declares (manifest role "loader")."""
+        from .image_checks import default_loader
+        args = dict(args)
+        if not args.get("loader"):
+            args["loader"] = default_loader(board, args.get("output"))
+        return super().create(board, args, log)
+
     def commands(self, image: Path) -> list[list[str]]:
         """The rkdeveloptool command lines of a whole-image write, in order (no verify)."""
         if self.loader is None:

@@ -58,7 +58,8 @@ class SdcardRunner(FlashRunner):
     capabilities = frozenset({"flash", "verify"})
     tool = "bmaptool"
     tool_package = "bmap-tools"
-    options = {"to": "block device (/dev/sdX) or file to write the disk image to"}
+    options = {"to": "write the disk image to this card (/dev/sdX) or file with bmaptool"}
+    selected_by = "to"                  # --to picks this runner whatever the board's backend
 
     def __init__(self, board, probe_uid=None, log=print, to: str | Path | None = None,
                  mounts: Path = MOUNTS):

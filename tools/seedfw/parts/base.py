@@ -85,9 +85,18 @@ class BootArtifact:
               given no --image; the first declared one present wins
     at_boot:  False for a file only declared as a flash default (e.g. the MCU's ELF, which pyOCD
               programs segment by segment), so it keeps its manifest role
+    qemu:     how QEMU loads it (seedfw.run.qemu.LOADS): "bios", "kernel", "initrd", "loader"
+              (-device loader at `addr`), "drive" (the board's qemu.drives entry that holds
+              drives); "" when QEMU never loads it itself (it travels inside another file)
+    qemu_modes: the run modes in which QEMU loads it: "firmware" (`invoke run`, the chain as
+              the board boots it) and/or "os" (QEMU starts Linux itself: seedfw.run.os_boot)
+    addr:     load address for qemu="loader"
+    partition: the disk partition it occupies, when it is written into one
+    slot:     the boot slot it belongs to (A/B), when the board has slots
     The manifest carries this declaration ("declared") and gives role "boot" to the files read
-    at boot; flash defaults (manifest "flash"), the default loader, and the
-    report read it from there, so no file name is hard-coded outside the package that makes it.
+    at boot; flash defaults (manifest "flash"), the default loader, the QEMU command line
+    (seedfw.run) and the report read it from there, so no file name is hard-coded outside the
+    package that makes it.
     """
 
     name: str
@@ -96,10 +105,22 @@ class BootArtifact:
     location: str
     flash: tuple[str, ...] = ()
     at_boot: bool = True
+    qemu: str = ""
+    qemu_modes: tuple[str, ...] = ("firmware",)
+    addr: int | None = None
+    partition: str | None = None
+    slot: str | None = None
 
     def manifest(self) -> dict:
-        return {"role": self.role, "read_by": self.read_by, "location": self.location,
-                "flash": list(self.flash), "at_boot": self.at_boot}
+        doc = {"role": self.role, "read_by": self.read_by, "location": self.location,
+               "flash": list(self.flash), "at_boot": self.at_boot}
+        if self.qemu:
+            doc["qemu"] = {"load": self.qemu, "modes": list(self.qemu_modes), "addr": self.addr}
+        if self.partition is not None:
+            doc["partition"] = self.partition
+        if self.slot is not None:
+            doc["slot"] = self.slot
+        return doc
 
 
 class Part:

@@ -15,7 +15,7 @@ from .. import plan, sources, util
 from ..buildroot import VERSION, external, hosttar, make, mirror, toolchain, tree
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
-from .base import BuildContext, Part
+from .base import BootArtifact, BuildContext, Part
 
 AGENT_DIR = FIRMWARE_DIR / "agent"
 
@@ -109,6 +109,13 @@ class BuildrootPart(Part):
 
     def artifacts(self, ctx):
         return [ctx.images / n for n in self.rootfs_names(ctx) + ["buildroot.json"]]
+
+    def boot_artifacts(self, ctx):
+        # The initramfs reaches the board inside the OS FIT or the boot partition (declared by
+        # the stage that puts it there, which overrides this); QEMU's direct OS boot loads it.
+        return [BootArtifact(n, "initramfs", "Linux (from U-Boot, or QEMU -initrd)",
+                             "inside the OS image", at_boot=False, qemu="initrd",
+                             qemu_modes=("os",)) for n in self.rootfs_names(ctx)]
 
     def steps(self, ctx):
         say = lambda m: ctx.progress(f"  buildroot: {m}")      # noqa: E731

@@ -218,14 +218,17 @@ def _boot_artifacts(ctx):
     # The disk image is what is written to storage, not itself read at boot (its parts are,
     # and are declared by whoever makes them): at_boot=False keeps it out of the boot-bytes
     # figures of the report while `invoke flash` still finds it.
+    # A board QEMU runs gets it as its disk drive (board.yaml qemu.drives, `holds: drive`).
     out = [BootArtifact(disk_name(ctx), "disk", "the board's storage, as written",
-                        where, flash=("rockusb", "sdcard"), at_boot=False)]
+                        where, flash=("rockusb", "sdcard"), at_boot=False,
+                        qemu="drive" if ctx.board.qemu else "")]
     if own_fit(ctx):
         # Read by U-Boot at boot, but it carries the boot package the report already counts
         # (images.steps declares it): at_boot=False until the report follows the U-Boot path.
         out.append(BootArtifact(firmware_image(ctx), "firmware-fit",
                                 "U-Boot (iminfo / imxtract verify every hash)",
-                                "partition 'firmware' of the disk image", at_boot=False))
+                                "partition 'firmware' of the disk image", at_boot=False,
+                                partition="firmware"))
     return out
 
 

@@ -117,10 +117,16 @@ class FirmwareImagePart(Part):
             reader = "U-Boot (bootm/iminfo verify every hash)" if ctx.values.get("UBOOT") else \
                 "the board's loader"
             return [BootArtifact(f"{ctx.board.name}.itb", "firmware-fit", reader,
-                                 "firmware partition of the disk image")]
+                                 "firmware partition of the disk image", partition="firmware")]
         if fmt == "package":
+            # QEMU puts it where the bootloader would; in the firmware run only when no U-Boot
+            # carries it (U-Boot copies it out of the firmware FIT on the disk, seedfw.parts.disk).
+            modes = ("os",) if ctx.values.get("UBOOT") else ("firmware", "os")
+            region = next((r for r in ctx.board.memory if r.name == "boot-package"), None)
             return [BootArtifact(f"{ctx.board.name}-boot.pkg", "boot-package",
-                                 "the BL33 payload (verifies it)", "DRAM at the boot-package region")]
+                                 "the BL33 payload (verifies it)", "DRAM at the boot-package region",
+                                 qemu="loader" if region else "", qemu_modes=modes,
+                                 addr=region.base if region else None)]
         return []
 
     def steps(self, ctx):

@@ -145,7 +145,7 @@ class KernelPart(Part):
         # The DTBs are not declared: what the board reads is the copy the OS stage made of one
         # (seedfw.parts.os_boot_files applies the OPP overlay to it).
         return [BootArtifact("Image", "kernel", "U-Boot (booti) or QEMU -kernel",
-                             "boot partition / loaded into RAM")]
+                             "boot partition / loaded into RAM", qemu="kernel", qemu_modes=("os",))]
 
     def steps(self, ctx):
         k = self.pin(ctx)

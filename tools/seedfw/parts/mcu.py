@@ -43,7 +43,9 @@ class McuPart(Part):
     def boot_artifacts(self, ctx):
         # pyOCD programs the ELF (segment by segment) or the HEX when present; the raw image is
         # what the core reads from flash at reset.
-        return [BootArtifact("mcu.elf", "mcu", "pyOCD", "load segments", ("pyocd",), False),
+        # QEMU's -kernel loads the ELF's segments as pyOCD would program them.
+        return [BootArtifact("mcu.elf", "mcu", "pyOCD or QEMU -kernel", "load segments", ("pyocd",),
+                             False, qemu="kernel"),
                 BootArtifact("mcu.hex", "mcu", "pyOCD", "Intel HEX records", ("pyocd",), False),
                 BootArtifact("mcu.bin", "mcu", "Cortex-M3 at reset (vector table at 0x0)",
                              "internal flash at 0x0", ("pyocd",))]

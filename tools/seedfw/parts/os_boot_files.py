@@ -180,11 +180,12 @@ def _boot_artifacts(ctx):
         return []
     where = 'disk partition "boot" (ext4)'
     return [BootArtifact(CONF, "extlinux", "U-Boot bootstd (extlinux boot method)",
-                         f"{where}: /extlinux/{CONF}"),
+                         f"{where}: /extlinux/{CONF}", partition="boot"),
             BootArtifact(DTB, "dtb", "U-Boot (extlinux fdt), then Linux",
-                         f"{where}: /{kernel_dtb(ctx)}"),
+                         f"{where}: /{kernel_dtb(ctx)}", partition="boot"),
             BootArtifact("rootfs.cpio", "initramfs", "U-Boot (extlinux initrd), then Linux",
-                         f"{where}: /rootfs.cpio")]
+                         f"{where}: /rootfs.cpio", qemu="initrd", qemu_modes=("os",),
+                         partition="boot")]
 
 
 def _steps(ctx) -> list:

@@ -138,7 +138,8 @@ class OsFitPart(Part):
         return _steps(ctx) if wanted(ctx) else []
 
     def artifacts(self, ctx):
-        return [ctx.images / name(ctx)] if wanted(ctx) else []
+        # the overlay too: in the manifest for the direct OS boot (seedfw.run.os_boot)
+        return [ctx.images / name(ctx), ctx.images / "dvfs" / OVERLAY] if wanted(ctx) else []
 
     def boot_artifacts(self, ctx):
         return _boot_artifacts(ctx)
@@ -148,7 +149,12 @@ def _boot_artifacts(ctx):
     if not wanted(ctx):
         return []
     return [BootArtifact(name(ctx), "os-fit", "U-Boot (iminfo, then its boot script)",
-                         "disk partition \"boot\" (raw)")]
+                         "disk partition \"boot\" (raw)", partition="boot"),
+            # Applied by U-Boot from the OS FIT; the direct OS boot (seedfw.run.os_boot) applies
+            # this copy to QEMU's own DT with fdtoverlay.
+            BootArtifact(OVERLAY, "dtb-overlay", "U-Boot (fdt apply) or fdtoverlay before QEMU",
+                         "image \"opp\" of the OS FIT", at_boot=False, qemu="dtb-overlay",
+                         qemu_modes=("os",))]
 
 
 def _steps(ctx) -> list:

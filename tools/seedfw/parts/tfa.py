@@ -132,8 +132,10 @@ class TfaPart(Part):
 
     def boot_artifacts(self, ctx):
         if self.has_fip(ctx) and self.platform(ctx) == "qemu":
+            # `invoke flash` (runner qemu) programs it into the board's secure-flash drive
             return [BootArtifact("qemu_fw.bios", "bios", "QEMU virt (-bios), BL1 then BL2 from the FIP",
-                                 "secure flash at 0x0 (BL1; FIP at 0x40000)")]
+                                 "secure flash at 0x0 (BL1; FIP at 0x40000)", flash=("qemu",),
+                                 qemu="bios")]
         return []     # rk3588: BL31 travels in a FIT (U-Boot's u-boot.itb or the firmware FIT)
 
     def boot_image(self, ctx: BuildContext) -> str:

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import build as build_mod
-from .. import qemu, util
+from .. import util
+from ..run import payload as qemu
 from ..errors import SeedfwError
 from . import objectives as objectives_mod
 from . import space as space_mod

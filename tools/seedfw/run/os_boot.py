@@ -1,15 +1,15 @@
 """Boot the OS in QEMU: TF-A → U-Boot → the pinned Debian kernel → Buildroot initramfs → agent.
 
 Two ways, the first whenever the build made what it needs:
-  * chain: QEMU starts TF-A (BL1 → BL2 → BL31) from the secure flash, BL31 starts U-Boot 2025.01,
+  * chain: QEMU starts TF-A (BL1 → BL2 → BL31) from the secure flash, BL31 starts U-Boot,
     which verifies the firmware FIT from the virtio disk, copies the boot package to the board's
-    "boot-package" region, verifies the OS FIT (seedfw.parts.os_fit) from the "boot"
+    "boot-package" region, verifies the OS FIT (declared role "os-fit") from the "boot"
     partition and runs its boot script: reserved-memory (no-map) over the package, then booti.
-    The command line is `invoke run`'s (seedfw.qemu.command).
+    The command line is `invoke run`'s (seedfw.run.qemu, mode "firmware").
   * direct (a build without U-Boot or the OS FIT): QEMU loads kernel, initramfs and DT itself
-    (-kernel/-initrd/-dtb) and puts the boot package where the bootloader would. The DT is QEMU's
-    own (`-machine …,dumpdtb=`) plus the same reserved-memory node and, with `fdtoverlay`, the
-    OPP overlay U-Boot would apply (images/dvfs/opp.dtbo, when the build made one).
+    (mode "os": the artifacts declared with qemu modes "os") and puts the boot package where the
+    bootloader would. The DT is QEMU's own (`-machine …,dumpdtb=`) plus the same reserved-memory
+    node and, with `fdtoverlay`, the OPP overlay U-Boot would apply (declared "dtb-overlay").
 Either way the kernel never uses the package's pages and — not being System RAM to it — /dev/mem
 may read them under STRICT_DEVMEM, which is how the agent reads what the bootloader left there.
 
@@ -21,15 +21,14 @@ explains it (U-Boot's hash error, `agent: FAILED …`, the kernel's panic line, 
 from __future__ import annotations
 
 import re
-import shlex
-import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import qemu, util
+from .. import util
 from ..errors import SeedfwError
+from . import qemu
+from .uart import Uart
 
 KERNEL_ARGS = "console=ttyAMA0 panic=-1"
 # Lines that explain a failed boot, most specific first.
@@ -63,22 +62,11 @@ def region(board, name="boot-package"):
     return r
 
 
-def machine(board) -> list[str]:
-    """board.yaml's QEMU machine without secure=on: Linux is started by QEMU itself here, at
-    EL1/EL2, with PSCI through HVC (with secure=on QEMU would expect firmware at EL3)."""
-    cmd = qemu.machine_args(board)
-    i = cmd.index("-machine")
-    cmd[i + 1] = ",".join(p for p in cmd[i + 1].split(",") if p != "secure=on")
-    return cmd + (["-nographic"] if "-nographic" not in cmd else [])
-
-
 def make_dtb(board, work: Path, log: Path, overlay: Path | None = None) -> Path:
-    """QEMU's DT for this machine plus the reserved boot-package region (and `overlay`)."""
-    cmd = machine(board)
+    """QEMU's DT for this machine (as mode "os" starts it) plus the reserved boot-package region
+    (and `overlay`)."""
     raw, dts, dtb = work / "qemu.dtb", work / "seedfw.dts", work / "seedfw.dtb"
-    i = cmd.index("-machine")
-    dump = cmd[:i + 1] + [f"{cmd[i + 1]},dumpdtb={raw}"] + cmd[i + 2:]
-    util.run(dump, log=log)
+    util.run(_os_machine(board, raw), log=log)
     text = util.run(["dtc", "-q", "-I", "dtb", "-O", "dts", raw], log=None).stdout.decode()
     r = region(board)
     text += ("\n/ {\n\treserved-memory {\n\t\t#address-cells = <2>;\n\t\t#size-cells = <2>;\n"
@@ -88,31 +76,31 @@ def make_dtb(board, work: Path, log: Path, overlay: Path | None = None) -> Path:
     dts.write_text(text)
     util.run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", dtb, dts], log=log)
     if overlay is not None and overlay.is_file():
-        applied = work / "seedfw-opp.dtb"
+        applied = work / "seedfw-overlaid.dtb"
         util.run(["fdtoverlay", "-i", dtb, "-o", applied, overlay], log=log)
         return applied
     return dtb
 
 
-def command(board, images: Path, dtb: Path, rootfs: Path | None = None) -> list[str]:
-    r = region(board)
-    package = images / f"{board.name}-boot.pkg"
-    need = [images / "Image", rootfs or images / "rootfs.cpio", package]
-    for f in need:
-        if not f.is_file():
-            raise SeedfwError(f"not built yet (enable CONFIG_BUILDROOT and run 'invoke build "
-                              f"--board {board.name}')", f)
-    return machine(board) + [
-        "-kernel", str(need[0]), "-initrd", str(need[1]), "-dtb", str(dtb),
-        "-append", KERNEL_ARGS, "-no-reboot",
-        "-device", f"loader,file={package},addr=0x{r.base:x},force-raw=on"]
+def _os_machine(board, raw: Path) -> list[str]:
+    # The machine exactly as mode "os" runs it (secure=on dropped), told to dump its DT and exit.
+    return qemu.machine_args(board, secure=False, machine_extra=f"dumpdtb={raw}") + ["-nographic"]
 
 
 def chained(board, outdir: Path) -> bool:
-    """Whether the build holds what the chain boot needs (U-Boot, the OS FIT in the disk)."""
-    images = Path(outdir) / "images"
-    return all((images / n).is_file() for n in
-               ("u-boot.bin", "qemu_fw.bios", f"{board.name}-os.itb", f"{board.name}-disk.img"))
+    """Whether the build holds what the chain boot needs: an OS FIT (declared role "os-fit")
+    and a firmware run that gives the guest a drive to read it from."""
+    outdir = Path(outdir)
+    if not qemu.declares_role(outdir, "os-fit"):
+        return False
+    loads = [ld for ld in qemu.declared(board, outdir) if "firmware" in ld.modes]
+    return any(ld.load == "drive" and ld.path.is_file() for ld in loads) and \
+        all(ld.path.is_file() for ld in loads)
+
+
+def overlay_file(board, outdir: Path, images: Path | None) -> Path | None:
+    return next((ld.path for ld in qemu.declared(board, outdir, images)
+                 if ld.load == "dtb-overlay" and "os" in ld.modes), None)
 
 
 def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | None = None,
@@ -121,50 +109,39 @@ def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | N
     `chain` None: through TF-A and U-Boot when the build made them (see the module doc);
     `images`/`rootfs` (tests' tampered copies) apply to the direct boot."""
     outdir = Path(outdir)
-    images = images or outdir / "images"
     work = outdir / "build" / "os-boot"
     work.mkdir(parents=True, exist_ok=True)
     log = outdir / "logs" / "os-boot.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
     if chain is None:
-        chain = images == outdir / "images" and rootfs is None and chained(board, outdir)
+        chain = images is None and rootfs is None and chained(board, outdir)
     if chain:
         # -no-reboot: a reset (a crash in U-Boot, a kernel panic) ends the run instead of looping.
-        cmd = qemu.command(board, outdir, ["-no-reboot"])
+        cmd = qemu.command(board, outdir, "firmware", extra=["-no-reboot"])
     else:
-        cmd = command(board, images, make_dtb(board, work, log, images / "dvfs" / "opp.dtbo"),
-                      rootfs)
+        region(board)
+        dtb = make_dtb(board, work, log, overlay_file(board, outdir, images))
+        cmd = qemu.command(board, outdir, "os", images=images,
+                           overrides={"initrd": rootfs} if rootfs else None,
+                           dtb=dtb, append=KERNEL_ARGS, extra=["-no-reboot"])
     echo = echo or (lambda s: print(s, flush=True))
-    lines: list[str] = []
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
-    with open(log, "a") as f:
-        f.write(f"$ {shlex.join(cmd)}\n")
-
-        def pump():
-            for raw in proc.stdout:
-                text = raw.decode(errors="replace").rstrip("\r\n")
-                lines.append(text)
-                f.write(text + "\n")
-                f.flush()
-                echo(text)
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
-        timed_out = False
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+    proc = qemu.start(cmd, board)
+    uart = Uart(proc, log, echo, append=True)
+    timed_out = not uart.wait_end(timeout)
+    try:
+        if timed_out:
+            uart.stopping()
             qemu.stop(proc)
-        finally:
-            if proc.poll() is None:
-                qemu.stop(proc)
-            reader.join(5)
+        proc.wait(5)
+    finally:
+        if proc.poll() is None:
+            uart.stopping()
+            qemu.stop(proc)
+        uart.close()
     result = BootResult(None if timed_out else proc.returncode, time.monotonic() - started,
-                        lines, log, chain)
+                        uart.lines, log, chain)
     check(result, timeout)
     return result
 
