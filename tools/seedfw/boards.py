@@ -22,6 +22,9 @@ _REGION = {
         "name": {"type": "string"},
         "base": {"type": "integer", "minimum": 0},
         "size": {"type": "integer", "minimum": 1},
+        # What the region is, for the emulated traffic counter (seedfw.counters.emulated):
+        # regions with a kind are the map it counts by; sub-regions (bl33 in dram) have none.
+        "kind": {"enum": ["dram", "flash", "sram", "mmio"]},
     },
 }
 
@@ -96,6 +99,7 @@ class Region:
     name: str
     base: int
     size: int
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

@@ -147,9 +147,10 @@ def _registry():
     from .uboot import UbootPackage
     from .buildroot import BuildrootPackage
     from .kernel import KernelPackage
+    from ..counters.plugin_build import QemuPluginPart
     # Order matters only for display; dependencies between packages are explicit step deps.
     return [PayloadPackage(), TfaPackage(), UbootPackage(), McuPackage(), BuildrootPackage(),
-            KernelPackage()]
+            KernelPackage(), QemuPluginPart()]
 
 
 def enabled(values: dict) -> list[Package]:
