@@ -25,8 +25,9 @@
  * in sequence (index <= reached + 1) are candidates, and the smallest range wins. U-Boot before
  * relocation and the payload share addresses (the payload is loaded over the old U-Boot), and
  * BL31 stays resident under everything; this rule puts each block where the boot order says.
- * When no phase is a candidate the smallest matching range wins (a phase that did not run, like
- * the payload in an OS boot, does not block the next one).
+ * When no phase is a candidate, a relocated copy of the current phase is looked for first, then
+ * the smallest matching range wins (a phase that did not run, like the payload in an OS boot,
+ * does not block the next one).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -226,23 +227,25 @@ static bool in_range(const struct phase *p, uint64_t pc)
 	return p->known && pc >= p->start && pc < p->end;
 }
 
-/* The phase of a block starting at `pc` (see the rule at the top), or -1. */
-static int phase_of(uint64_t pc)
+/* The phase of a block starting at `pc` among the candidates (see the rule at the top), or -1;
+ * `*any` gets the smallest matching range of all, candidate or not (-1: none). */
+static int phase_of(uint64_t pc, int *any)
 {
-	int best = -1, any = -1;
+	int best = -1;
 
+	*any = -1;
 	for (int i = 0; i < n_phases; i++) {
 		const struct phase *p = &phases[i];
 
 		if (!in_range(p, pc))
 			continue;
-		if (any < 0 || p->end - p->start < phases[any].end - phases[any].start)
-			any = i;
+		if (*any < 0 || p->end - p->start < phases[*any].end - phases[*any].start)
+			*any = i;
 		if (i <= reached + 1 &&
 		    (best < 0 || p->end - p->start < phases[best].end - phases[best].start))
 			best = i;
 	}
-	return best >= 0 ? best : any;
+	return best;
 }
 
 /* A block outside every known range while in phase `cur`: the first block of cur's relocated
@@ -296,11 +299,15 @@ static void block_exec(unsigned int vcpu, void *udata)
 		cur_bucket[v] = AFTER_STOP;
 		cur_excluded[v] = false;
 	} else {
-		int prev = cur_bucket[v];
-		int ph = phase_of(b->vaddr);
+		int prev = cur_bucket[v], any;
+		int ph = phase_of(b->vaddr, &any);
 
+		/* A relocated copy is learned before a later phase's wide range (user space) may
+		 * claim the block; only then does a phase that is not next in sequence win. */
 		if (ph < 0 && prev < n_phases)
 			ph = learn_relocation(prev, b->vaddr);
+		if (ph < 0)
+			ph = any;
 		if (ph >= 0) {
 			phases[ph].entered = true;
 			if (ph > reached)

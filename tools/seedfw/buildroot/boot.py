@@ -116,10 +116,11 @@ def chained(board, outdir: Path) -> bool:
 
 
 def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | None = None,
-         images: Path | None = None, chain: bool | None = None) -> BootResult:
+         images: Path | None = None, chain: bool | None = None, extra_args=()) -> BootResult:
     """Boot and check; returns the result on success, raises SeedfwError otherwise.
     `chain` None: through TF-A and U-Boot when the build made them (see the module doc);
-    `images`/`rootfs` (tests' tampered copies) apply to the direct boot."""
+    `images`/`rootfs` (tests' tampered copies) apply to the direct boot; `extra_args` go to
+    QEMU either way (e.g. the traffic counter's, seedfw.counters.emulated.qemu_args)."""
     outdir = Path(outdir)
     images = images or outdir / "images"
     work = outdir / "build" / "os-boot"
@@ -135,6 +136,7 @@ def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | N
     else:
         cmd = command(board, images, make_dtb(board, work, log, images / "dvfs" / "opp.dtbo"),
                       rootfs)
+    cmd += list(extra_args)
     echo = echo or (lambda s: print(s, flush=True))
     lines: list[str] = []
     started = time.monotonic()

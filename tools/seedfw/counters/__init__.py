@@ -12,6 +12,8 @@ from ..errors import SeedfwError
 SOURCES = {
     "stats-block": "seedfw.counters.stats_block:StatsBlockCounters",
     "rk3588-dfi": "seedfw.counters.rk3588_dfi:Rk3588DfiCounters",
+    # per run, next to the board's own source: `invoke run/boot --counters` (QEMU boards)
+    "emulated-traffic": "seedfw.counters.emulated:EmulatedTrafficCounters",
 }
 
 
