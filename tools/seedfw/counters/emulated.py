@@ -305,6 +305,11 @@ def collect(board, outdir: Path, outfile: Path, what: str) -> dict:
     return doc
 
 
+def available(outdir: Path) -> bool:
+    """Whether this build made the plugin (CONFIG_COUNTERS_EMULATED)."""
+    return plugin_path(outdir).is_file()
+
+
 def default_file(outdir: Path, what: str) -> Path:
     """<out>/counters/emulated-<run|boot>.json: where `--counters` leaves the document (the
     report picks every such file up)."""

@@ -185,6 +185,14 @@ class QemuPluginPart(_package_base()):
                  "use": "host tool: compiled into the QEMU plugin, not into firmware"}]
 
 
+def built_plugin(output_root: Path) -> Path | None:
+    """The newest plugin any output directory under `output_root` holds (None: none built)."""
+    root = Path(output_root)
+    found = sorted([*root.glob(f"*/host/{PLUGIN_NAME}"), *root.glob(f"*/*/host/{PLUGIN_NAME}")],
+                   key=lambda p: p.stat().st_mtime)       # output/<board>/, output/ci/<board>/
+    return found[-1] if found else None
+
+
 def check_installed(plugin: Path | None, binary: str = "qemu-system-aarch64") -> tuple[bool, str]:
     """For `invoke doctor`: the installed QEMU's version and whether it loads the built plugin
     (API version 1 is QEMU 4.2 … 8.1's). Returns (ok, one line)."""

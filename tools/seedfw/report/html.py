@@ -261,6 +261,8 @@ def render(report: dict) -> str:
         if m["settings"]:
             h.append(f"<p>counter settings (configuration, not measurements): "
                      f"{e(settings_text(m['settings']))}</p>")
+    from . import traffic                                # invoke run/boot --counters
+    h += traffic.html(report)
     from ..buildroot import report as os_report          # the OS, when the build made a rootfs
     h += os_report.html(report)
     from . import cache as cache_report

@@ -56,7 +56,9 @@ def render(report: dict) -> str:
     lines += [KINDS_LINE, ""]
     from ..buildroot import report as os_report
     from . import cache as cache_report
-    for part in (_images, _elfs, _compression, _deltas, _bandwidth, os_report.markdown,
+    from . import traffic
+    for part in (_images, _elfs, _compression, _deltas, _bandwidth, traffic.markdown,
+                 os_report.markdown,
                  cache_report.markdown):
         lines += part(report)
     if report["notes"]:

@@ -248,7 +248,10 @@ def _bandwidth(outdir, config, manifest, images_rows, comp_rows, comp_summary,
         warning = _measured_warning(measured["provenance"], Path(counters).name)
         if warning:
             out["measured"]["warning"] = warning
-    out["available"] = any(out[k]["available"] for k in ("boot", "images", "models", "measured"))
+    from . import traffic          # <out>/counters/emulated-*.json (invoke run/boot --counters)
+    out["emulated"] = traffic.section(outdir)
+    out["available"] = any(out[k]["available"] for k in ("boot", "images", "models", "measured",
+                                                         "emulated"))
     return out
 
 
