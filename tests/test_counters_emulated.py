@@ -192,3 +192,77 @@ def test_stripped_uboot_reported_as_such(qemu_aarch64_build, tmp_path):
     assert declared["u-boot-relocated"]["missing"] == "u-boot.elf has no symbols (stripped)"
     assert doc["readings"]["phases"]["other"]["insns"] > 1_000_000
     assert declared["payload"]["ran"] and declared["bl31"]["ran"]
+
+
+@pytest.mark.slow
+def test_report_shows_phase_table_and_plot(qemu_aarch64_build, tmp_path):
+    """The report of a counted run: Markdown table rows with the measured (emulated) kind, and
+    an HTML page whose inline SVG plot renders in headless Chromium (when installed)."""
+    from seedfw.report import build_report, write_report
+
+    counted_run(qemu_aarch64_build, "report")
+    report = build_report(qemu_aarch64_build.outdir, board="qemu-aarch64")
+    sec = report["bandwidth"]["emulated"]
+    assert sec["available"]
+    item = next(i for i in sec["items"] if i["source"] == "emulated-report.json")
+    assert item["provenance"]["source"] == "emulated"
+    rows = {r["phase"]: r for r in item["rows"]}
+    assert rows["bl2"]["status"] == "ran" and rows["bl2"]["flash.load_bytes"] > 0
+    paths = write_report(report, tmp_path)
+    md = paths["md"].read_text()
+    assert "### Memory traffic per boot phase (measured, emulated)" in md
+    assert "kind: measured (emulated in QEMU 7.2." in md
+    assert "emulated time is not board time" in md and "GB/s) is derived" in md
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no headless Chromium on this machine")
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          paths["html"].as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    i = dom.index('id="plot-traffic-emulated-report"')
+    figure = dom[i:dom.index("</figure>", i)]
+    assert "<svg" in figure and "u-boot-relocated" in figure and "<rect" in figure
+
+
+# --- the agent's perf PMU windows (live path; exercised in QEMU by the OS boot) ---------------
+
+def test_agent_names_the_kernel_option_of_an_absent_pmu(tmp_path):
+    """Negative control on the host (no rockchip_ddr PMU here): one line naming the option."""
+    from seedfw.paths import FIRMWARE_DIR
+
+    work = tmp_path / "agent"
+    shutil.copytree(FIRMWARE_DIR / "agent", work / "agent")
+    for d in ("common", "include"):
+        shutil.copytree(FIRMWARE_DIR / d, work / d)
+    subprocess.run(["make", "-s", "-C", work / "agent", "CC=gcc"], check=True)
+    pkg = tmp_path / "not-a-package.bin"         # the perf windows come first either way
+    pkg.write_bytes(b"\0" * 64)
+    res = subprocess.run([work / "agent" / "seedfw-agent", "--perf",
+                          "rockchip_ddr/read-bytes,write-bytes,cycles/CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI",
+                          "--file", pkg], capture_output=True, text=True, timeout=30)
+    lines = res.stdout.splitlines()
+    assert lines[0] == ("agent: perf rockchip_ddr absent (no PMU of that name: the kernel needs "
+                        "CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI)")
+    assert lines[-1].startswith("agent: FAILED") and res.returncode == 1
+    bad = subprocess.run([work / "agent" / "seedfw-agent", "--perf", "nonsense", "--file", pkg],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.stdout.splitlines()[0] == ("agent: perf bad spec 'nonsense' (want "
+                                          "PMU/EVENT,EVENT/KCONFIG)")
+
+
+def test_perf_lines_parsed_into_a_document():
+    from seedfw.counters import perf_live
+
+    lines = ["agent: perf armv8_pmuv3_0 window=idle ns=100000000 cpu_cycles=1200 inst_retired=900",
+             "agent: perf armv8_pmuv3_0 window=verify ns=5000 cpu_cycles=77 inst_retired=66",
+             "agent: perf rockchip_ddr absent (no PMU of that name: the kernel needs "
+             "CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI)", "agent: ok"]
+    doc = perf_live.AgentPerfCounters(boards.get("qemu-aarch64"), emulated=True).document_from(lines)
+    assert doc["provenance"]["source"] == "emulated"
+    assert doc["readings"]["windows"]["verify"]["armv8_pmuv3_0"] == \
+        {"ns": 5000, "cpu_cycles": 77, "inst_retired": 66}
+    assert doc["settings"]["absent"] == {"rockchip_ddr": "no PMU of that name: the kernel needs "
+                                                         "CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI"}
+    live = perf_live.AgentPerfCounters(boards.get("rk3588"), emulated=False).document_from(lines)
+    assert live["provenance"]["source"] == "live"
+    assert perf_live.AgentPerfCounters(boards.get("rk3588"), False).document_from(["x"]) is None

@@ -90,6 +90,10 @@ SCHEMA = {
         },
         "dvfs": {"type": "string"},
         "counters": {"enum": ["rk3588-dfi", "stats-block"]},
+        # perf PMUs the OS agent reads over its windows: PMU/EVENT,EVENT/KCONFIG (the kernel
+        # option that provides the PMU, named when it is absent). firmware/agent/perf_window.c
+        "perf": {"type": "array", "items": {
+            "type": "string", "pattern": "^[a-z0-9_]+/[a-z0-9_-]+(,[a-z0-9_-]+)*/CONFIG_[A-Z0-9_]+$"}},
     },
 }
 

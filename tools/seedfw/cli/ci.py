@@ -139,6 +139,8 @@ def _os_boot(board, out: Path, console) -> None:
     console.print(f"OS boot: ok in {result.seconds:.1f} s", markup=False)
     console.print(emulated.summary_line(emulated.collect(board, out, counted, "boot")),
                   markup=False)
+    from ..counters import perf_live
+    perf_live.write(board, out, result.lines, emulated=True)
 
 
 def _first_seedfw_line(lines: list[str]) -> str:

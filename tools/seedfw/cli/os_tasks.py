@@ -89,6 +89,10 @@ def boot(c, board=None, output=None, timeout=90.0, counters=False):
     if counted:
         print(emulated.summary_line(emulated.collect(brd, outdir, counted, "boot")) +
               f"; {counted}")
+    from ..counters import perf_live           # the agent's perf PMU windows, if it read any
+    perf = perf_live.write(brd, outdir, result.lines, emulated=True)
+    if perf:
+        print(f"agent perf counters: {perf}")
 
 
 @command(help={"board": "board name", "output": "output directory (default output/<board>/)"})

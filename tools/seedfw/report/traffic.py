@@ -145,8 +145,9 @@ def html(report: dict) -> list[str]:
         h.append(f"<p><b>{e(item['source'])}</b> ({e(str(item['boot']))}): "
                  f'<span class="kind-measured">measured ({e(item["provenance"]["label"])})'
                  f"</span>; {e(item['method'])}.</p>")
-        h.append(f'<figure class="plot" id="plot-traffic-{e(str(item["boot"]))}" '
-                 f'data-plot="traffic-{e(str(item["boot"]))}">{plot(item)}</figure>')
+        name = e(Path(item["source"]).stem)          # unique per document in <out>/counters
+        h.append(f'<figure class="plot" id="plot-traffic-{name}" '
+                 f'data-plot="traffic-{name}">{plot(item)}</figure>')
         head = "".join(f"<th>{e(c)}</th>" for c in _header())
         body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in _cells(r)) + "</tr>"
                        for r in item["rows"])
