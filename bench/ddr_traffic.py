@@ -73,7 +73,7 @@ def by_kind(doc: dict) -> dict:
     out = {}
     for name in ran:
         p = doc["readings"]["phases"][name]
-        row = {"insns": p["insns"], "dram_read": 0, "flash_read": 0, "sram_read": 0}
+        row = {"insns": p["instructions"], "dram_read": 0, "flash_read": 0, "sram_read": 0}
         for region, v in p["regions"].items():
             key = f"{kinds.get(region)}_read"
             if key in row:

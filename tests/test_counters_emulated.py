@@ -135,7 +135,7 @@ def counted_run(build, tag: str) -> dict:
 
 def deterministic_part(doc: dict) -> dict:
     """Per-phase counts without the two parts that are documented to vary."""
-    return {name: {"insns": p["insns"], "regions": p["regions"]}
+    return {name: {"instructions": p["instructions"], "regions": p["regions"]}
             for name, p in doc["readings"]["phases"].items() if name != "after_stop"}
 
 
@@ -166,7 +166,7 @@ def test_chain_phases_deterministic_and_match_elfs(qemu_aarch64_build):
     # BL1 runs from flash and reads BL2 from it; the payload never touches flash
     assert ph["bl1"]["regions"]["secure-flash"]["load_bytes"] >= (images / "bl2.bin").stat().st_size
     assert "secure-flash" not in ph["payload"]["regions"]
-    assert ph["other"]["insns"] == 0
+    assert ph["other"]["instructions"] == 0
     # device DMA: the firmware FIT (payload + package) came from the virtio disk
     fit = (images / "qemu-aarch64.itb").stat().st_size
     assert doc["readings"]["dma"]["virtio-blk"]["read_bytes"] >= fit
@@ -190,7 +190,7 @@ def test_stripped_uboot_reported_as_such(qemu_aarch64_build, tmp_path):
     declared = {p["name"]: p for p in doc["settings"]["phases_declared"]}
     assert declared["u-boot"]["missing"] == "u-boot.elf has no symbols (stripped)"
     assert declared["u-boot-relocated"]["missing"] == "u-boot.elf has no symbols (stripped)"
-    assert doc["readings"]["phases"]["other"]["insns"] > 1_000_000
+    assert doc["readings"]["phases"]["other"]["instructions"] > 1_000_000
     assert declared["payload"]["ran"] and declared["bl31"]["ran"]
 
 

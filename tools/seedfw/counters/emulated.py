@@ -247,14 +247,15 @@ def readings(raw: dict, plan_doc: dict, trace: Path) -> dict:
     planned = {p["name"]: p for p in plan_doc["phases"]}
     phases = {}
     for p in raw["phases"]:
-        phases[p["name"]] = {"insns": p["insns"], "regions": _nonzero(p["regions"]),
-                             "excluded": {"insns": p["excluded"]["insns"],
+        # "instructions", not the plugin's "insns": report units are guessed from names
+        phases[p["name"]] = {"instructions": p["insns"], "regions": _nonzero(p["regions"]),
+                             "excluded": {"instructions": p["excluded"]["insns"],
                                           "regions": _nonzero(p["excluded"]["regions"])}}
     for name, p in planned.items():
         if name not in phases:
-            phases[name] = {"insns": 0, "regions": {}}
+            phases[name] = {"instructions": 0, "regions": {}}
     for key in ("other", "after_stop"):
-        phases[key] = {"insns": raw[key]["insns"], "regions": _nonzero(raw[key]["regions"])}
+        phases[key] = {"instructions": raw[key]["insns"], "regions": _nonzero(raw[key]["regions"])}
     return {"phases": phases, "dma": {"virtio-blk": dma(trace)}}
 
 
@@ -324,7 +325,7 @@ def summary_line(doc: dict) -> str:
     for name, p in doc["readings"]["phases"].items():
         if name in ("other", "after_stop"):
             continue
-        insns += p["insns"]
+        insns += p["instructions"]
         for region, v in p["regions"].items():
             if kinds.get(region) in total:
                 total[kinds[region]] += v["load_bytes"]

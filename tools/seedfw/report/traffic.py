@@ -43,7 +43,8 @@ def _doc_rows(doc: dict) -> list[dict]:
             {"other": "outside every phase", "after_stop": "after the power-off request "
              "(varies run to run)"}[name]
         rows.append({"phase": name, "status": status, "by": d.get("by", ""),
-                     "insns": p["insns"], "excluded_insns": p.get("excluded", {}).get("insns", 0),
+                     "insns": p["instructions"],
+                     "excluded_insns": p.get("excluded", {}).get("instructions", 0),
                      **cells})
     return rows
 
