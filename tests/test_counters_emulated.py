@@ -266,3 +266,18 @@ def test_perf_lines_parsed_into_a_document():
     live = perf_live.AgentPerfCounters(boards.get("rk3588"), emulated=False).document_from(lines)
     assert live["provenance"]["source"] == "live"
     assert perf_live.AgentPerfCounters(boards.get("rk3588"), False).document_from(["x"]) is None
+
+
+def test_tune_objective_sums_dram_loads_of_the_phases_only():
+    from seedfw.tune import objectives
+
+    doc = {"settings": {"regions": [{"name": "dram", "kind": "dram"},
+                                    {"name": "secure-flash", "kind": "flash"}]},
+           "readings": {"phases": {
+               "bl2": {"regions": {"dram": {"load_bytes": 100}, "secure-flash": {"load_bytes": 7}}},
+               "payload": {"regions": {"dram": {"load_bytes": 23}}},
+               "other": {"regions": {"dram": {"load_bytes": 1000}}},
+               "after_stop": {"regions": {"dram": {"load_bytes": 5000}}}}}}
+    assert objectives.dram_read_bytes(doc) == 123
+    (o,) = objectives.parse("dram-read", boards.get("qemu-aarch64"))
+    assert o.counted and o.unit == "bytes" and "emulated" in o.how

@@ -63,6 +63,9 @@ SCHEMA = {
                 # A guest that never powers off (an MCU idling in WFI) has succeeded once its UART
                 # prints a line matching this regular expression; `qemu.run` then stops QEMU.
                 "ready": {"type": "string", "minLength": 1},
+                # Added by counted runs (`--counters`, seedfw.counters.emulated) for repeatable
+                # counts, e.g. QEMU virt's DT without random seeds.
+                "counted_args": {"type": "array", "items": {"type": "string"}},
             },
         },
         "pyocd": {

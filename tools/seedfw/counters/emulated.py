@@ -215,6 +215,9 @@ def qemu_args(board, outdir: Path, outfile: Path, os_boot: bool = False,
                                      "stop": stop}, indent=1) + "\n")
     args = [] if "-icount" in list(board_args) + list((board.qemu or {}).get("args", [])) \
         else list(ICOUNT)
+    # board.yaml qemu.counted_args: what a counted run adds for determinism (QEMU virt: no
+    # random kaslr-seed/rng-seed in its DT, which U-Boot hands to Linux)
+    args += list((board.qemu or {}).get("counted_args", []))
     args += ["-plugin", plugin_arg(board, phases, excludes, stop, f["raw"], plugin)]
     for event in TRACE_EVENTS:
         args += ["-trace", event]
