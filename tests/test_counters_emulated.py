@@ -281,3 +281,35 @@ def test_tune_objective_sums_dram_loads_of_the_phases_only():
     assert objectives.dram_read_bytes(doc) == 123
     (o,) = objectives.parse("dram-read", boards.get("qemu-aarch64"))
     assert o.counted and o.unit == "bytes" and "emulated" in o.how
+
+
+@pytest.mark.slow
+def test_os_boot_counted_with_linux_phases_and_agent_perf(br_build):
+    """The OS boot (TF-A → U-Boot → Linux → agent) counted: the firmware phases, then Linux
+    and user space by address space; the agent reads QEMU's PMUv3 by name over its windows and
+    names the kernel option of the absent rockchip_ddr PMU (the negative control)."""
+    from seedfw.buildroot import boot as osboot
+    from seedfw.counters import perf_live
+
+    result, _ = br_build
+    board = boards.get("qemu-aarch64")
+    out = Path(result.outdir)
+    counted = emulated.default_file(out, "boot")
+    booted = osboot.boot(board, out, timeout=600, echo=lambda s: None,
+                         extra_args=emulated.qemu_args(board, out, counted, os_boot=True))
+    doc = emulated.collect(board, out, counted, "boot")
+    declared = {p["name"]: p for p in doc["settings"]["phases_declared"]}
+    assert [n for n, p in declared.items() if p["ran"]] == \
+        ["bl1", "bl2", "bl31", "u-boot", "u-boot-relocated", "linux", "userspace"]
+    assert declared["linux"]["by"] == "address space"
+    ph = doc["readings"]["phases"]
+    assert ph["linux"]["instructions"] > 100_000_000 and ph["userspace"]["instructions"] > 0
+    assert ph["linux"]["regions"]["dram"]["load_bytes"] > 0
+    assert "secure-flash" not in ph["linux"]["regions"]       # Linux never reads the flash
+    perf = perf_live.AgentPerfCounters(board, emulated=True).document_from(booted.lines)
+    assert perf["settings"]["absent"] == {
+        "rockchip_ddr": "no PMU of that name: the kernel needs CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI"}
+    windows = perf["readings"]["windows"]
+    (pmu,) = windows["verify"]
+    assert pmu.startswith("armv8_pmuv3")
+    assert windows["verify"][pmu]["inst_retired"] > 0 and windows["idle"][pmu]["ns"] >= 100_000_000
