@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import plan, sources, util
+from .. import plan, sources
 from ..debian_pool import DebianPoolSite
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
@@ -40,7 +40,7 @@ class QemuOrigSite(DebianPoolSite):
     def directory(self, log):
         from ..plan import run_command
 
-        state = util_download_state(self.suite)
+        state = _apt_state(self.suite)
         options = sources.private_apt_state(state, "deb-src", self.suite)
         run_command(["apt-get", *options, "update", "-qq"], log=log)
         out = run_command(["apt-cache", *options, "showsrc", self.package],
@@ -53,7 +53,7 @@ class QemuOrigSite(DebianPoolSite):
         raise SeedfwError(f"the Debian Sources index ({self.suite}) lists no {ORIG.name}")
 
 
-def util_download_state(suite: str) -> Path:
+def _apt_state(suite: str) -> Path:
     from .. import paths
 
     return paths.download_dir() / ".apt" / suite
