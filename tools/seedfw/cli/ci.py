@@ -54,7 +54,8 @@ def ci(c, output=None, baseline=None, jobs=0):
             # Counted, so every report has measured (emulated) traffic per boot phase.
             counted = emulated.default_file(out, "run") if emulated.available(out) else None
             extra = emulated.qemu_args(board, out, counted) if counted else []
-            result = qemu.run(board, out, timeout=60, echo=lambda s: None,
+            # counted runs are slower (-icount and the plugin: ~2.5x; an OS build's run boots Linux)
+            result = qemu.run(board, out, timeout=300 if counted else 60, echo=lambda s: None,
                               log=out / "logs" / "ci-boot.log", extra_args=extra)
             console.print(f"boot: ok in {result.seconds:.1f} s ({_first_seedfw_line(result.lines)})")
             if counted:

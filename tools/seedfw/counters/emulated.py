@@ -196,12 +196,17 @@ def files(outfile: Path) -> dict[str, Path]:
             "plan": outfile.with_suffix(".plan.json")}
 
 
-def qemu_args(board, outdir: Path, outfile: Path, os_boot: bool = False,
+def qemu_args(board, outdir: Path, outfile: Path, os_boot: bool | None = None,
               board_args=()) -> list[str]:
     """The QEMU arguments that count this run into `outfile` (a counters document, written by
     `collect` after QEMU exited): -icount (unless board.yaml sets one), the plugin with the
-    board's regions and the build's phases, and the virtio-blk trace events into a log."""
+    board's regions and the build's phases, and the virtio-blk trace events into a log.
+    `os_boot` None: declare the Linux phases when the build made the OS (U-Boot boots it)."""
     outdir = Path(outdir)
+    if os_boot is None:
+        from ..buildroot import boot as osboot
+
+        os_boot = osboot.chained(board, outdir)
     plugin = plugin_path(outdir)
     if not plugin.is_file():
         raise SeedfwError("the QEMU traffic plugin is not built (CONFIG_COUNTERS_EMULATED=y, "
