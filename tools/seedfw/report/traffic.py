@@ -70,7 +70,29 @@ def section(outdir: Path) -> dict:
                       "method": prov.get("how"), "note": doc["settings"].get("note"),
                       "rows": rows, "dma": dma,
                       "excluded_code": doc["settings"].get("excluded_code", [])})
-    return {"available": True, "items": items}
+    return {"available": True, "items": items, "perf": _perf(outdir)}
+
+
+def _perf(outdir: Path) -> dict | None:
+    """The OS agent's perf windows (counters/perf-boot.json, seedfw.counters.perf_live)."""
+    path = Path(outdir) / "counters" / "perf-boot.json"
+    try:
+        doc = json.loads(path.read_text())
+        rows = [{"window": w, "pmu": pmu, **vals}
+                for w, pmus in doc["readings"]["windows"].items() for pmu, vals in pmus.items()]
+        return {"source": path.name, "provenance": report_provenance.for_figure(doc["provenance"]),
+                "rows": rows, "absent": doc["settings"].get("absent", {})}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _perf_lines(perf: dict) -> list[str]:
+    out = [f"agent perf windows ({perf['source']}, measured ({perf['provenance']['label']})): "
+           + "; ".join(f"{r['window']} {r['pmu']}: " + ", ".join(
+               f"{k} {v:,}" for k, v in r.items() if k not in ("window", "pmu"))
+               for r in perf["rows"])]
+    out += [f"absent PMU {pmu}: {why}" for pmu, why in perf["absent"].items()]
+    return out
 
 
 def _num(v) -> str:
@@ -111,6 +133,8 @@ def markdown(report: dict) -> list[str]:
                   f"- {item['note']}",
                   "- excluded (counted apart, not in the phase's figures): "
                   + "; ".join(item["excluded_code"]), ""]
+    if sec.get("perf"):
+        lines += [f"- {t}" for t in _perf_lines(sec["perf"])] + [""]
     return lines
 
 
@@ -159,6 +183,8 @@ def html(report: dict) -> list[str]:
                  f"{_num(d['write_bytes'])} B written</p>")
         h.append(f"<p>{e(item['note'])}</p>")
         h.append("<p>excluded (counted apart): " + e("; ".join(item["excluded_code"])) + "</p>")
+    if sec.get("perf"):
+        h += [f"<p>{e(t)}</p>" for t in _perf_lines(sec["perf"])]
     return h
 
 
