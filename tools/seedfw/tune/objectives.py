@@ -65,14 +65,14 @@ OBJECTIVES = {o.name: o for o in (
     Objective("decoder-size", "bytes", "computed",
               "sum of st_size of the lz4blk_* functions in bl31.elf and bl33.elf (0 when no "
               "section is compressed)"),
+    Objective("decode-cycles", "cycles", "estimated",
+              "bytes expanded at boot (compression.json, raw size of every compressed section) x "
+              "the linked decoder's cycles/byte (seedfw.decoder_speed: bench/lz4_speed.py)"),
     Objective("dram-read", "bytes", "emulated (QEMU plugin)",
               "DRAM bytes read during boot (emulated): CPU load bytes into board.yaml regions of "
               "kind dram, summed over the boot phases BL1 … payload (seedfw's QEMU TCG plugin, "
               "-icount shift=0; U-Boot's virtio poll excluded; device DMA not included)",
               boots=True, counted=True),
-    Objective("decode-cycles", "cycles", "estimated",
-              "bytes expanded at boot (compression.json, raw size of every compressed section) x "
-              "the linked decoder's cycles/byte (seedfw.decoder_speed: bench/lz4_speed.py)"),
 )}
 
 
