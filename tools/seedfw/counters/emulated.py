@@ -203,6 +203,9 @@ def qemu_args(board, outdir: Path, outfile: Path, os_boot: bool | None = None,
     board's regions and the build's phases, and the virtio-blk trace events into a log.
     `os_boot` None: declare the Linux phases when the build made the OS (U-Boot boots it)."""
     outdir = Path(outdir)
+    if not board.qemu:
+        raise SeedfwError(f"board '{board.name}' does not run in QEMU: nothing to count with "
+                          "(--counters)", board.dir / "board.yaml", "qemu")
     if os_boot is None:
         from ..buildroot import boot as osboot
 
