@@ -313,3 +313,24 @@ def test_os_boot_counted_with_linux_phases_and_agent_perf(br_build):
     (pmu,) = windows["verify"]
     assert pmu.startswith("armv8_pmuv3")
     assert windows["verify"][pmu]["inst_retired"] > 0 and windows["idle"][pmu]["ns"] >= 100_000_000
+
+
+def test_agent_log_live_for_a_console_log_emulated_for_qemu(tmp_path):
+    from seedfw.counters import perf_live
+
+    body = ["[    1.0] Linux booting", "agent: perf rockchip_ddr window=verify ns=2000000 "
+            "read-bytes=123456 write-bytes=789 cycles=42", "agent: ok"]
+    board_log = tmp_path / "serial.log"
+    board_log.write_text("\n".join(body) + "\n")
+    doc = perf_live.from_log(boards.get("rk3588"), board_log)
+    assert doc["provenance"]["source"] == "live"
+    assert doc["readings"]["windows"]["verify"]["rockchip_ddr"] == \
+        {"ns": 2000000, "read-bytes": 123456, "write-bytes": 789, "cycles": 42}
+    qemu_log = tmp_path / "os-boot.log"
+    qemu_log.write_text("$ qemu-system-aarch64 -machine virt\n" + "\n".join(body) + "\n")
+    assert perf_live.from_log(boards.get("qemu-aarch64"), qemu_log)["provenance"]["source"] == \
+        "emulated"
+    empty = tmp_path / "empty.log"
+    empty.write_text("nothing\n")
+    with pytest.raises(SeedfwError, match="no 'agent: perf' lines"):
+        perf_live.from_log(boards.get("rk3588"), empty)

@@ -92,9 +92,11 @@ def bench(c, bench=None, check=False, json_=False):
     "recorded": "YAML of recorded register values to decode instead of a live board (rk3588-dfi)",
     "map": "counter map (rk3588-dfi; default board/<board>/counters.yaml)",
     "json": "print JSON: {provenance, settings, readings} (see seedfw.counters.provenance)",
+    "agent_log": "UART log of an OS boot: the agent's perf PMU windows (board.yaml perf) as the "
+                 "document, live for a board's console log, emulated for seedfw's QEMU logs",
 })
 def counters(c, board, probe=None, elf=None, output=None, flash_first=False, bench=None, recorded=None,
-             map_=None, json_=False):
+             map_=None, json_=False, agent_log=None):
     """Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
     from .. import boards
     from ..counters import source_class
@@ -108,7 +110,10 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
     if map_ and b.counters != "rk3588-dfi":
         raise SeedfwError(f"board '{b.name}' has no counter map (its counter source is "
                           f"{b.counters})", None, "--map")
-    if b.counters == "rk3588-dfi":
+    if agent_log:
+        from ..counters import perf_live
+        values = perf_live.from_log(b, agent_log)
+    elif b.counters == "rk3588-dfi":
         values = read_dfi(b, cls, probe, recorded, map_)
     else:
         values = read_stats_block(b, cls, probe, elf, flash_first, bench, output)

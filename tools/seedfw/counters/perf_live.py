@@ -88,3 +88,30 @@ def write(board, outdir, lines, emulated: bool = True):
     if doc is None:
         return None
     return util.write_json(Path(outdir) / "counters" / "perf-boot.json", doc)
+
+
+MAX_LOG = 64 << 20          # a UART log is a user's file: bounded read
+
+
+def from_log(board, path) -> dict:
+    """A counters document from a UART log of an OS boot (the agent's `agent: perf` lines).
+    seedfw's own QEMU logs start with the QEMU command line (`$ qemu-system-…`): those are
+    emulated; any other log is taken as the board's serial console, hence live."""
+    from pathlib import Path
+
+    from ..errors import SeedfwError
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_LOG).decode(errors="replace")
+    except OSError as exc:
+        raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
+    lines = text.splitlines()
+    emulated = bool(lines) and lines[0].startswith("$ qemu-system-")
+    doc = AgentPerfCounters(board, emulated).document_from(lines)
+    if doc is None:
+        raise SeedfwError("no 'agent: perf' lines (board.yaml `perf` empty, or not an OS boot "
+                          "log?)", path)
+    doc["provenance"]["log"] = provenance.shown_path(path)
+    return doc
