@@ -225,6 +225,7 @@ def host_agent(tmp_path_factory):
     exe = tmp_path_factory.mktemp("agent") / "seedfw-agent"
     subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{common}",
                     f"-I{include}", "-o", str(exe), str(agent / "agent.c"),
+                    str(agent / "perf_window.c"),
                     *(str(common / n) for n in ("pkg_verify.c", "sha256.c", "crc32.c"))],
                    check=True)
     return exe

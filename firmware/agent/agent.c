@@ -22,7 +22,10 @@
  * overlay through the OS FIT, the table through the firmware FIT), so a difference means one
  * of them is not what this build made. A difference counts as an error, like a bad hash.
  *
- * usage: seedfw-agent (--mem ADDR:SIZE | --file PATH) [--dt-opp DIR]
+ * --perf PMU/EVENTS/KCONFIG (repeatable, before the other options) reads a perf PMU over two
+ * windows, idle (100 ms) and while the boot package is verified (perf_window.c).
+ *
+ * usage: seedfw-agent [--perf SPEC]... (--mem ADDR:SIZE | --file PATH) [--dt-opp DIR]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -35,6 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "perf_window.h"
 #include "pkg_verify.h"
 #include "seedfw/dvfs.h"
 #include "seedfw/pkg.h"
@@ -292,6 +296,21 @@ int main(int argc, char **argv)
 	uint8_t *pkg = NULL;
 	uint64_t size = 0;
 	const char *dt_dir = NULL;
+	struct perf_window perf[4];
+	int n_perf = 0;
+	/* --perf SPEC pairs first: take them off argv, open what is there */
+	while (argc >= 3 && strcmp(argv[1], "--perf") == 0) {
+		if (n_perf < 4 && perf_window_open(&perf[n_perf], argv[2]) == 0)
+			n_perf++;
+		argv[2] = argv[0];
+		argv += 2;
+		argc -= 2;
+	}
+	for (int i = 0; i < n_perf; i++) {
+		perf_window_begin(&perf[i]);
+		usleep(100000);
+		perf_window_end(&perf[i], "idle");
+	}
 	if (argc == 5 && strcmp(argv[3], "--dt-opp") == 0) {
 		dt_dir = argv[4];
 		argc = 3;
@@ -317,8 +336,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct seedfw_pkg_result res;
+	for (int i = 0; i < n_perf; i++)
+		perf_window_begin(&perf[i]);
 	uint32_t errors = seedfw_pkg_verify(pkg, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size,
 	                                    &res, agent_putc);
+	for (int i = 0; i < n_perf; i++) {
+		perf_window_end(&perf[i], "verify");
+		perf_window_close(&perf[i]);
+	}
 	if (!errors && res.dvfs_crc_ok == 1 && dt_dir)
 		errors += dt_opp_check(dt_dir, pkg, size);
 	if (!errors && res.dvfs_crc_ok == 1)

@@ -24,6 +24,9 @@ _REGION = {
         "name": {"type": "string"},
         "base": {"type": "integer", "minimum": 0},
         "size": {"type": "integer", "minimum": 1},
+        # What the region is, for the emulated traffic counter (seedfw.counters.emulated):
+        # regions with a kind are the map it counts by; sub-regions (bl33 in dram) have none.
+        "kind": {"enum": ["dram", "flash", "sram", "mmio"]},
     },
 }
 
@@ -78,6 +81,9 @@ SCHEMA = {
                         "holds": {"enum": ["bios", "kernel", "drive"]},
                     },
                 }},
+                # Added by counted runs (`--counters`, seedfw.counters.emulated) for repeatable
+                # counts, e.g. QEMU virt's DT without random seeds.
+                "counted_args": {"type": "array", "items": {"type": "string"}},
             },
         },
         "pyocd": {
@@ -125,6 +131,10 @@ SCHEMA = {
         },
         "dvfs": {"type": "string"},
         "counters": {"enum": list(COUNTER_SOURCES.names())},          # seedfw.counters.REGISTRY
+        # perf PMUs the OS agent reads over its windows: PMU/EVENT,EVENT/KCONFIG (the kernel
+        # option that provides the PMU, named when it is absent). firmware/agent/perf_window.c
+        "perf": {"type": "array", "items": {
+            "type": "string", "pattern": "^[a-z0-9_]+/[a-z0-9_-]+(,[a-z0-9_-]+)*/CONFIG_[A-Z0-9_]+$"}},
     },
 }
 
@@ -134,6 +144,7 @@ class Region:
     name: str
     base: int
     size: int
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

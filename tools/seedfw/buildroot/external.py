@@ -184,7 +184,8 @@ def agent_args(cfg) -> str:
     # Both boards' OS images carry the OPP overlay (qemu-aarch64: U-Boot applies it from the OS
     # FIT, seedfw.parts.os_fit; rk3588: applied to the board DT at build time,
     # seedfw.parts.os_boot_files): the agent checks the live DT against the DVFS table.
-    return f"--mem 0x{region.base:x}:0x{region.size:x} --dt-opp /proc/device-tree"
+    perf = "".join(f"--perf {spec} " for spec in cfg.board.raw.get("perf", []))
+    return f"{perf}--mem 0x{region.base:x}:0x{region.size:x} --dt-opp /proc/device-tree"
 
 
 def files(cfg, toolchain_path: Path, ext: Path) -> dict[str, str]:

@@ -110,8 +110,10 @@ def _models_line(result) -> str | None:
 @command(help={"board": "board name", "output": _OUTPUT_HELP,
                "timeout": "seconds the guest has to power off or print its ready line (default 30)",
                "until": "regular expression: stop with success once a UART line matches it "
-                        "(overrides board.yaml qemu.ready)"})
-def run(c, board=None, output=None, timeout=30.0, until=None):
+                        "(overrides board.yaml qemu.ready)",
+               "counters": "count memory traffic with seedfw's QEMU plugin (-icount; slower) into "
+                           "<out>/counters/emulated-run.json"})
+def run(c, board=None, output=None, timeout=30.0, until=None, counters=False):
     """Boot a built board in QEMU and stream its UART.
 
     Boot a built board in QEMU; stream the UART to the terminal and <out>/logs/run.log."""
@@ -121,13 +123,22 @@ def run(c, board=None, output=None, timeout=30.0, until=None):
     from ..run import payload as qemu
 
     brd = boards.get(name)
-    result = qemu.run(brd, output_dir(name, output), timeout=float(timeout), until=until)
+    outdir = output_dir(name, output)
+    counted = None
+    if counters:
+        from ..counters import emulated
+        counted = emulated.default_file(outdir, "run")
+    extra = emulated.qemu_args(brd, outdir, counted) if counted else []
+    result = qemu.run(brd, outdir, timeout=float(timeout), until=until, extra_args=extra)
     if result.ready_line is not None and result.returncode is None:
         print(f"guest ready after {result.seconds:.1f} s (UART line matched "
               f"'{qemu.ready_pattern(brd, until).pattern}'); QEMU stopped; UART log: {result.log}")
     else:
         print(f"guest powered off after {result.seconds:.1f} s (exit status {result.returncode}); "
               f"UART log: {result.log}")
+    if counted:
+        print(emulated.summary_line(emulated.collect(brd, outdir, counted, "run")) +
+              f"; {counted}")
 
 
 # What only a seedfw output directory holds: clean/distclean refuse any other directory, so that

@@ -53,9 +53,18 @@ def ci(c, output=None, baseline=None, jobs=0):
         out = root / name
         console.rule(f"[bold]{name}")
         if board.qemu:
-            result = qemu.run(board, out, timeout=60, echo=lambda s: None,
-                              log=out / "logs" / "ci-boot.log")
+            from ..counters import emulated
+            # Counted, so every report has measured (emulated) traffic per boot phase.
+            counted = emulated.default_file(out, "run") if emulated.available(out) else None
+            extra = emulated.qemu_args(board, out, counted) if counted else []
+            # counted runs are slower (-icount and the plugin: ~2.5x; an OS build's run boots Linux)
+            result = qemu.run(board, out, timeout=300 if counted else 60, echo=lambda s: None,
+                              log=out / "logs" / "ci-boot.log", extra_args=extra)
             console.print(f"boot: ok in {result.seconds:.1f} s ({_first_seedfw_line(result.lines)})")
+            if counted:
+                console.print(emulated.summary_line(emulated.collect(board, out, counted, "run")),
+                              markup=False)
+            _os_boot(board, out, console)
         counters_file = None
         if board.flash_backend == "pyocd":
             flash_task(c, board=name, bench=str(BENCH), output=str(out))
@@ -119,6 +128,23 @@ def _counters(c, board, out: Path) -> Path:
             counters_task(c, board=board.name, output=str(out), json_=True)
     values = json.loads(buf.getvalue())
     return util.write_json(out / "counters.json", values)
+
+
+def _os_boot(board, out: Path, console) -> None:
+    """When the build made the OS (TF-A → U-Boot → Linux → agent), boot it counted as well."""
+    from ..run import os_boot as osboot
+    from ..counters import emulated
+
+    if not (osboot.chained(board, out) and emulated.available(out)):
+        return
+    counted = emulated.default_file(out, "boot")
+    result = osboot.boot(board, out, timeout=180, echo=lambda s: None,
+                         extra_args=emulated.qemu_args(board, out, counted, os_boot=True))
+    console.print(f"OS boot: ok in {result.seconds:.1f} s", markup=False)
+    console.print(emulated.summary_line(emulated.collect(board, out, counted, "boot")),
+                  markup=False)
+    from ..counters import perf_live
+    perf_live.write(board, out, result.lines, emulated=True)
 
 
 def _first_seedfw_line(lines: list[str]) -> str:

@@ -140,9 +140,11 @@ def bench(c, bench=None, check=False, json_=False):
     "recorded": "YAML of recorded register values to decode instead of a live board (rk3588-dfi)",
     "map": "counter map (rk3588-dfi; default board/<board>/counters.yaml)",
     "json": "print JSON: {provenance, settings, readings} (see seedfw.counters.provenance)",
+    "agent_log": "UART log of an OS boot: the agent's perf PMU windows (board.yaml perf) as the "
+                 "document, live for a board's console log, emulated for seedfw's QEMU logs",
 })
 def counters(c, board, probe=None, elf=None, output=None, flash_first=False, bench=None, recorded=None,
-             map_=None, json_=False):
+             map_=None, json_=False, agent_log=None):
     """Read a board's counters and say where they came from.
 
     Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
@@ -157,9 +159,13 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
     if map_ and "map" not in cls.options:
         raise SeedfwError(f"board '{b.name}' has no counter map (its counter source is "
                           f"{b.counters})", None, "--map")
-    # each source reads the board its own way (seedfw.counters.REGISTRY)
-    values = cls.read(b, {"probe": probe, "elf": elf, "output": output, "flash_first": flash_first,
-                          "bench": bench, "recorded": recorded, "map": map_})
+    if agent_log:                   # the OS agent's perf windows, from its UART log
+        from ..counters import perf_live
+        values = perf_live.from_log(b, agent_log)
+    else:                           # each source reads the board its own way (counters.REGISTRY)
+        values = cls.read(b, {"probe": probe, "elf": elf, "output": output,
+                              "flash_first": flash_first, "bench": bench, "recorded": recorded,
+                              "map": map_})
     if json_:
         print(json.dumps(values, indent=2, sort_keys=True))
         return

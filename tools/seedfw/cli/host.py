@@ -45,6 +45,11 @@ def _doctor(quiet: bool, configs=None) -> None:
         configs or sorted((ROOT / "output").glob("*/.config"))))
     for line in notes:
         print(line)
+    from ..counters import plugin_build        # the emulated traffic counter's QEMU plugin ABI
+    ok, line = plugin_build.check_installed(plugin_build.built_plugin(ROOT / "output"))
+    print(f"{'ok' if ok else 'error'}: QEMU traffic plugin: {line}")
+    if not ok:
+        errors.append(f"QEMU traffic plugin: {line}")
     if errors:
         raise SeedfwError(errors[0])
     if missing:

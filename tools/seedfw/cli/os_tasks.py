@@ -72,8 +72,10 @@ def mirror(c):
 
 
 @command(help={"board": "board name", "output": "output directory (default output/<board>/)",
-               "timeout": "seconds the OS has to print the agent's report and power off (90)"})
-def boot(c, board=None, output=None, timeout=90.0):
+               "timeout": "seconds the OS has to print the agent's report and power off (90)",
+               "counters": "count memory traffic with seedfw's QEMU plugin (-icount; slower) into "
+                           "<out>/counters/emulated-boot.json"})
+def boot(c, board=None, output=None, timeout=90.0, counters=False):
     """Boot the built OS in QEMU and check the agent's report.
 
     Boot the built OS in QEMU (Debian kernel + Buildroot initramfs + agent); check the agent's report."""
@@ -81,10 +83,22 @@ def boot(c, board=None, output=None, timeout=90.0):
     from ..run import os_boot as osboot
 
     name = default_board(board)
-    result = osboot.boot(boards.get(name), output_dir(name, output), timeout=float(timeout))
+    brd, outdir, counted = boards.get(name), output_dir(name, output), None
+    if counters:
+        from ..counters import emulated
+        counted = emulated.default_file(outdir, "boot")
+    extra = emulated.qemu_args(brd, outdir, counted, os_boot=True) if counted else []
+    result = osboot.boot(brd, outdir, timeout=float(timeout), extra_args=extra)
     how = "TF-A → U-Boot → Linux" if result.chain else "QEMU -kernel/-initrd (no U-Boot OS FIT)"
     print(f"OS booted ({how}) and powered off in {result.seconds:.1f} s (QEMU exit 0); "
           f"{len(result.agent_lines())} agent lines; UART log: {result.log}")
+    if counted:
+        print(emulated.summary_line(emulated.collect(brd, outdir, counted, "boot")) +
+              f"; {counted}")
+    from ..counters import perf_live           # the agent's perf PMU windows, if it read any
+    perf = perf_live.write(brd, outdir, result.lines, emulated=True)
+    if perf:
+        print(f"agent perf counters: {perf}")
 
 
 @command(help={"board": "board name", "output": "output directory (default output/<board>/)"})

@@ -21,7 +21,8 @@ __all__ = ["tune"]
     "trials": "the study's budget: trials finished or running, over all workers (default 20)",
     "objectives": "comma-separated, all minimised: storage, boot-main, boot-verified, boot-decode, "
                   "decoder-size, "
-                  "decode-cycles (default: the board's; boot-* need QEMU)",
+                  "decode-cycles, dram-read (DRAM bytes read during boot, emulated by the QEMU "
+                  "plugin) (default: the board's; boot-* and dram-read need QEMU)",
     "space": "comma-separated Kconfig symbols or choices to search, SYMBOL/STEP for an int's stride "
              "(default: seedfw.tune.space.DEFAULT_SPACE)",
     "storage": "Optuna storage: FILE.journal, redis://HOST:PORT, or an sqlite:// postgresql:// "

@@ -10,6 +10,10 @@ from ..registry import Registry
 REGISTRY = Registry("counter source", {
     "stats-block": "seedfw.counters.stats_block:StatsBlockCounters",
     "rk3588-dfi": "seedfw.counters.rk3588_dfi:Rk3588DfiCounters",
+    # per run, next to the board's own source: `invoke run/boot --counters` (QEMU boards)
+    "emulated-traffic": "seedfw.counters.emulated:EmulatedTrafficCounters",
+    # the OS agent's perf PMUs (board.yaml `perf`), from its UART lines after `invoke boot`
+    "agent-perf": "seedfw.counters.perf_live:AgentPerfCounters",
 })
 
 

@@ -26,6 +26,7 @@ REGISTRY = Registry("part", {
     "os-boot-files": "seedfw.parts.os_boot_files:OsBootFilesPart",
     "disk": "seedfw.parts.disk:DiskPart",
     "loader": "seedfw.parts.loader:LoaderPart",
+    "qemu-plugin": "seedfw.parts.qemu_plugin:QemuPluginPart",
 })
 
 

@@ -363,6 +363,8 @@ def _guess_unit(name: str) -> str:
         return "bytes"
     if "cycle" in low or "cntvct" in low or "systick" in low:
         return "cycles"
+    if "instruction" in low or "inst_retired" in low:
+        return "instructions"       # before the "ns" suffix rule: "instructions" ends in "ns"
     if low.endswith(("_ns", "ns")):
         return "ns"
     if low.endswith(("_us", "us")):

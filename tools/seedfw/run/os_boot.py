@@ -104,10 +104,11 @@ def overlay_file(board, outdir: Path, images: Path | None) -> Path | None:
 
 
 def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | None = None,
-         images: Path | None = None, chain: bool | None = None) -> BootResult:
+         images: Path | None = None, chain: bool | None = None, extra_args=()) -> BootResult:
     """Boot and check; returns the result on success, raises SeedfwError otherwise.
     `chain` None: through TF-A and U-Boot when the build made them (see the module doc);
-    `images`/`rootfs` (tests' tampered copies) apply to the direct boot."""
+    `images`/`rootfs` (tests' tampered copies) apply to the direct boot; `extra_args` go to
+    QEMU either way (e.g. the traffic counter's, seedfw.counters.emulated.qemu_args)."""
     outdir = Path(outdir)
     work = outdir / "build" / "os-boot"
     work.mkdir(parents=True, exist_ok=True)
@@ -125,6 +126,7 @@ def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | N
         cmd = qemu.command(board, outdir, "os", images=images,
                            overrides={"initrd": rootfs} if rootfs else None,
                            dtb=dtb, append=KERNEL_ARGS, extra=["-no-reboot"])
+    cmd += list(extra_args)
     echo = echo or (lambda s: print(s, flush=True))
     started = time.monotonic()
     proc = qemu.start(cmd, board)

@@ -7,6 +7,7 @@ for a figure's kind, and a sentence saying how it was obtained:
   boot-decode    instr.    emulated (instruction count)   the payload expanding its .rodata
   decoder-size   bytes     computed   the LZ4 decoder's functions in the ELFs that boot
   decode-cycles  cycles    estimated  bytes expanded at boot x the decoder's cycles/byte
+  dram-read      bytes     emulated (QEMU plugin)   DRAM bytes the CPU read during boot
 
 Why instruction counts: QEMU runs under `-icount shift=0,sleep=off`, where the guest's generic
 timer advances 1 ns per instruction, so the payload's timer stamps are a repeatable instruction
@@ -38,6 +39,7 @@ class Objective:
     kind: str                    # computed | estimated | emulated (instruction count)
     how: str
     boots: bool = False          # needs a QEMU boot
+    counted: bool = False        # needs the boot counted by the traffic plugin
 
     def describe(self) -> dict:
         return {"name": self.name, "unit": self.unit, "kind": self.kind, "how": self.how,
@@ -66,6 +68,11 @@ OBJECTIVES = {o.name: o for o in (
     Objective("decode-cycles", "cycles", "estimated",
               "bytes expanded at boot (compression.json, raw size of every compressed section) x "
               "the linked decoder's cycles/byte (seedfw.decoder_speed: bench/lz4_speed.py)"),
+    Objective("dram-read", "bytes", "emulated (QEMU plugin)",
+              "DRAM bytes read during boot (emulated): CPU load bytes into board.yaml regions of "
+              "kind dram, summed over the boot phases BL1 … payload (seedfw's QEMU TCG plugin, "
+              "-icount shift=0; U-Boot's virtio poll excluded; device DMA not included)",
+              boots=True, counted=True),
 )}
 
 
@@ -213,6 +220,38 @@ def boot_figures(lines: list[str]) -> dict:
     return out
 
 
+def _counted_file(outdir: Path) -> Path:
+    from ..counters import emulated
+
+    return emulated.default_file(outdir, "tune")
+
+
+def boot_args(objectives: list[Objective], board, outdir: Path) -> list[str]:
+    """QEMU arguments of a trial's boot: -icount, plus the traffic plugin when an objective
+    needs it (its arguments include the same -icount)."""
+    if not any(o.counted for o in objectives):
+        return list(ICOUNT_ARGS)
+    from ..counters import emulated
+
+    return emulated.qemu_args(board, outdir, _counted_file(outdir))
+
+
+def after_boot(objectives: list[Objective], board, outdir: Path) -> None:
+    if any(o.counted for o in objectives):
+        from ..counters import emulated
+
+        emulated.collect(board, outdir, _counted_file(outdir), "tune")
+
+
+def dram_read_bytes(doc: dict) -> int:
+    """Sum of CPU load bytes into regions of kind dram over the boot phases (not "other", not
+    the tail after the power-off request)."""
+    kinds = {r["name"]: r["kind"] for r in doc["settings"]["regions"]}
+    return sum(v["load_bytes"] for name, p in doc["readings"]["phases"].items()
+               if name not in ("other", "after_stop")
+               for region, v in p["regions"].items() if kinds.get(region) == "dram")
+
+
 def compute(objectives: list[Objective], outdir: Path, values: dict, uart: list[str] | None) -> dict:
     """{objective name: value} plus '_notes' (how each was obtained for this trial)."""
     out: dict = {}
@@ -230,6 +269,9 @@ def compute(objectives: list[Objective], outdir: Path, values: dict, uart: list[
             speed = decoder_speed.decompress_speed(values)
             out[o.name] = round(expanded_bytes(outdir) * speed["value"]) if compressed else 0
             notes[o.name] = f"{speed['value']} cycles/byte ({speed['kind']}: {speed['note']})"
+        elif o.counted:
+            out[o.name] = dram_read_bytes(json.loads(_counted_file(outdir).read_text()))
+            notes[o.name] = "emulated: seedfw's QEMU plugin, -icount shift=0 (not board time)"
         elif o.boots:
             if o.name not in boot:
                 raise SeedfwError(f"the boot gave no figure for '{o.name}' (payload too old?)",

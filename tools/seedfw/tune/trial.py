@@ -180,7 +180,8 @@ def run(board, params: list, values: dict, objectives: list, base: Path, outdir:
             t2 = time.monotonic()
             try:
                 boot = qemu.run(board, outdir, timeout=timeout, echo=lambda s: None,
-                                extra_args=objectives_mod.ICOUNT_ARGS)
+                                extra_args=objectives_mod.boot_args(objectives, board, outdir))
+                objectives_mod.after_boot(objectives, board, outdir)
             finally:
                 res.seconds["boot"] = round(time.monotonic() - t2, 3)
             uart = boot.lines

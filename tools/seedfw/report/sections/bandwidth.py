@@ -83,7 +83,9 @@ class Bandwidth(Section):
             warning = _measured_warning(measured["provenance"], Path(counters).name)
             if warning:
                 out["measured"]["warning"] = warning
-        out["available"] = any(out[k]["available"] for k in PARTS)
+        from .. import traffic     # <out>/counters/emulated-*.json (invoke run/boot --counters)
+        out["emulated"] = traffic.section(outdir)
+        out["available"] = any(out[k]["available"] for k in (*PARTS, "emulated"))
         return out
 
     def notes(self, bw: dict) -> list[str]:
@@ -114,7 +116,8 @@ class Bandwidth(Section):
             if m["settings"]:
                 lines.append(f"- counter settings (configuration, not measurements): "
                              f"{settings_text(m['settings'])}")
-        return lines + [""]
+        from .. import traffic
+        return lines + [""] + traffic.markdown({"bandwidth": bw})
 
     def html(self, bw: dict) -> str:
         e = escape
@@ -135,7 +138,8 @@ class Bandwidth(Section):
             if m["settings"]:
                 h.append(f"<p>counter settings (configuration, not measurements): "
                          f"{e(settings_text(m['settings']))}</p>")
-        return "\n".join(h)
+        from .. import traffic
+        return "\n".join(h + traffic.html({"bandwidth": bw}))
 
 
 def rows_of(bw: dict) -> list[tuple[str, dict]]:
