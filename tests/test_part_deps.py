@@ -87,7 +87,8 @@ def test_rootfs_only_change_reruns_only_the_os_steps(br_build, qemu_aarch64_buil
     shutil.copytree(result.outdir, out, symlinks=True)
     frag = tmp_path / "issue.fragment"
     frag.write_text(builds.BUILDROOT_FRAGMENT.read_text()
-                    + 'CONFIG_BUILDROOT_EXTRA_CONFIG="BR2_TARGET_GENERIC_ISSUE=\\"seedfw test\\""\n')
+                    + r'CONFIG_BUILDROOT_EXTRA_CONFIG="BR2_TARGET_GENERIC_HOSTNAME=\\\"seedfwtest\\\""'
+                    + "\n")
     build_mod.build("qemu-aarch64", out, [frag])
     actions = steps_of(out)
     assert actions["buildroot.build"] == "ran" and actions["os.fit"] == "ran"
