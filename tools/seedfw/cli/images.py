@@ -78,11 +78,19 @@ def models(c, board=None, manifest=None):
         raise SeedfwError("no board given (use --board NAME or --manifest models.yaml)")
     b = boards.get(board) if board else None
     path = Path(manifest) if manifest else b.dir / "models.yaml"
-    ms = models_mod.load_manifest(path, partition_size=b.image["partition_size"] if b else None)
+    # the board's Kconfig defaults (plus its defconfig) give compiled models their settings
+    from .. import config as config_mod
+    values = config_mod.resolve(board).values if board else {}
+    ms = models_mod.load_manifest(path, partition_size=b.image["partition_size"] if b else None,
+                                  values=values)
     for m in ms:
         extra = ""
         if m.rknn is not None:
             extra = " encrypted" if m.encrypted else f" rknn v{m.rknn.version:#x}"
+        if m.card:
+            c = m.card
+            extra += (f" {c['target']} {c['dtype']} {c['metric']} {c['npu']:.4f} (FP32 "
+                      f"{c['fp32']:.4f}, {c['simulator']}){' cached' if m.cached else ''}")
         if m.synthetic:
             extra += f"  SYNTHETIC filler ({m.synthetic})"
         print(f"{m.name:16} {m.type:5} {m.size:>9} B  align {m.alignment:<5} {m.compression:4} "

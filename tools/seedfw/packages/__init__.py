@@ -147,9 +147,10 @@ def _registry():
     from .uboot import UbootPackage
     from .buildroot import BuildrootPackage
     from .kernel import KernelPackage
+    from ..rknn.part import ModelsPart
     # Order matters only for display; dependencies between packages are explicit step deps.
     return [PayloadPackage(), TfaPackage(), UbootPackage(), McuPackage(), BuildrootPackage(),
-            KernelPackage()]
+            KernelPackage(), ModelsPart()]
 
 
 def enabled(values: dict) -> list[Package]:

@@ -126,6 +126,9 @@ def main(req):
     else:
         failed = None
     finally:
+        # librknnc logs through C stdio: its buffer must reach session.log before fd 1 returns
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
         sys.stdout.flush(); sys.stderr.flush()
         os.dup2(real_stdout, 1)
         os.dup2(real_stdout, 2)
