@@ -400,7 +400,7 @@ def test_counters_with_bad_provenance_are_rejected(outdirs, tmp_path):
 def test_synthetic_model_blobs_are_flagged_in_all_three_formats(outdirs, tmp_path):
     """A filler blob (seedfw.models_synth) among the models: the model DDR figures say they are
     for filler; the real blob next to it is not flagged."""
-    from seedfw import models_synth
+    import models_synth
 
     out = tmp_path / "out"
     shutil.copytree(outdirs["new"], out, ignore=shutil.ignore_patterns("report"))

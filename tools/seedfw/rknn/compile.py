@@ -48,7 +48,15 @@ class Compiled:
 
 
 def cache_root() -> Path:
-    return paths.cache_dir() / "models"
+    """Compiled models, prepared inputs and extracted ONNX ($SEEDFW_MODEL_CACHE, else
+    <seedfw cache>/models); share it between machines to share compiled bytes."""
+    return paths.env_path("SEEDFW_MODEL_CACHE") or paths.cache_dir() / "models"
+
+
+def scratch_dir() -> Path:
+    """Where every cold compile runs: one fixed path per user, whatever the cache root (the
+    path is an input of the compiler's output as much as the environment is)."""
+    return paths.cache_dir() / "rknn-scratch"
 
 
 def settings(entry: dict, values: dict, where, field: str) -> dict:
@@ -171,9 +179,9 @@ def ensure(entry: dict, values: dict, target: str, manifest: Path, field: str,
     entry_dir = cache_root() / "rknn" / key
     cached = (entry_dir / "card.json").is_file()
     if not cached:
-        # One compile at a time in the one fixed scratch path: the path is an input of the
-        # compiler's output as much as the environment is.
-        with util.file_lock(cache_root() / ".compile.lock", "the NPU model compiler", say=progress):
+        # One compile at a time: they share the one fixed scratch path.
+        with util.file_lock(paths.cache_dir() / ".rknn-scratch.lock", "the NPU model compiler",
+                            say=progress):
             cached = (entry_dir / "card.json").is_file()
             if not cached:
                 progress(f"{name}: compiling {onnx.name} for {target} ({cfg['dtype']}) with "
@@ -188,7 +196,7 @@ def ensure(entry: dict, values: dict, target: str, manifest: Path, field: str,
 
 
 def _compile(request, onnx, inputs, entry_dir, name, where, field, log) -> None:
-    scratch = cache_root() / "scratch"
+    scratch = scratch_dir()
     if scratch.exists():
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
