@@ -201,10 +201,16 @@ def _compile(request, onnx, inputs, entry_dir, name, where, field, log) -> None:
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
     try:
+        # Every input under a fixed name in the fixed directory: the request the driver reads
+        # is then the same bytes on every machine (even the length of a path in it changed the
+        # compiler's uninitialised bytes, tests/test_rknn.py test_two_cold_compiles_match).
         shutil.copyfile(onnx, scratch / "model.onnx")
+        for key in ("calib", "eval", "labels"):
+            if key in inputs:
+                shutil.copyfile(inputs[key], scratch / f"{key}.npy")
         req = dict(request, onnx="model.onnx", out="model.rknn", card="card.json",
-                   calib=str(inputs["calib"]), eval=str(inputs["eval"]),
-                   labels=str(inputs["labels"]) if "labels" in inputs else None)
+                   calib="calib.npy", eval="eval.npy",
+                   labels="labels.npy" if "labels" in inputs else None)
         started = time.monotonic()
         _run_venv(DRIVER, req, scratch, log, f"model '{name}': rknn-toolkit2", where, field)
         card = json.loads((scratch / "card.json").read_text())

@@ -102,20 +102,26 @@ def main(req):
     sys.stdout.flush(); sys.stderr.flush()
     os.dup2(session, 1); os.dup2(session, 2)
     started = time.monotonic()
+    step = "start"
     try:
+        step = "RKNN()"
         rk = RKNN(verbose=True)
+        step = "config"
         rk.config(target_platform=req["target"], mean_values=[req["mean"]],
                   std_values=[req["std"]], quantized_dtype="w8a8",
                   quantized_algorithm=req.get("algorithm", "normal"),
                   optimization_level=req.get("optimization_level", 3))
+        step = "load_onnx"
         if rk.load_onnx(model=req["onnx"], inputs=[req["input"]],
                         input_size_list=[req["shape"]]) != 0:
             fail("load_onnx failed: the ONNX file does not load")
+        step = "build"
         if rk.build(do_quantization=req["dtype"] == "int8", dataset="dataset.txt") != 0:
             fail("build failed")
         if rk.export_rknn(req["out"]) != 0:
             fail("export_rknn failed")
         compile_seconds = time.monotonic() - started
+        step = "init_runtime"
         if rk.init_runtime() != 0:
             fail("init_runtime (simulator) failed")
         outs = [rk.inference(inputs=[x[None].astype(np.float32)], data_format="nchw")[0]
@@ -123,6 +129,10 @@ def main(req):
         rk.release()
     except DriverError as exc:
         failed = str(exc)
+    except (Exception, SystemExit) as exc:   # the toolkit raises or exits on input it refuses
+        # the toolkit wraps its own traceback into the message: its last line is the reason
+        lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
+        failed = f"{step} failed ({lines[-1][:200] if lines else type(exc).__name__})"
     else:
         failed = None
     finally:
