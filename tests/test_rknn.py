@@ -159,11 +159,17 @@ def test_corrupted_onnx_is_one_error(digits, qemu_values, tmp_path):
     assert "load_onnx failed" in one_error_line(proc)
 
 
-def test_rk3566_model_refused_by_the_rk3588_manifest(digits, qemu_values, tmp_path):
-    (tmp_path / "a").mkdir()
-    (other,) = models.load_manifest(digits_manifest(tmp_path / "a", target="rk3566"),
-                                    values=qemu_values,
-                                    progress=lambda m: None)
+@pytest.fixture(scope="session")
+def digits_rk3566(digits, qemu_values, tmp_path_factory):
+    """The same digits entry compiled for another NPU (rk3566)."""
+    (other,) = models.load_manifest(digits_manifest(tmp_path_factory.mktemp("rk3566"),
+                                                    target="rk3566"),
+                                    values=qemu_values, progress=lambda m: None)
+    return other
+
+
+def test_rk3566_model_refused_by_the_rk3588_manifest(digits_rk3566, tmp_path):
+    other = digits_rk3566
     assert rknn_file.read(other.path.read_bytes(), other.path).targets == ("rk3566",)
     shutil.copyfile(other.path, tmp_path / "digits-rk3566.rknn")
     p = tmp_path / "models.yaml"
@@ -214,3 +220,70 @@ def test_detector_compiles_fits_and_keeps_its_boxes(model_cache):
     assert rknn_file.read(det.path.read_bytes(), det.path).targets == ("rk3588",)
     proc = invoke("models", "--board", "rk3588")     # the session's cache: inherited
     assert proc.returncode == 0 and "SYNTHETIC" not in proc.stdout
+
+
+def test_report_section_labels_every_figure(digits, tmp_path):
+    from seedfw.report.sections import models as section
+    (tmp_path / "images").mkdir()
+    card = dict(digits.card, file_bytes=digits.size, sha256=digits.sha256, cached=False)
+    (tmp_path / "images" / "models.json").write_text(json.dumps({"models": [card],
+                                                                 "frame_rate": 25}))
+    doc = section.json(tmp_path)
+    (row,) = doc["rows"]
+    assert row["weight_bytes_per_second"] == 25 * digits.card["weight_bytes"]
+    assert row["accuracy_kind"] == "emulated (rknn-toolkit2 2.5.0 simulator)"
+    assert row["bandwidth_kind"] == "computed from the compiled model"
+    text = "\n".join(section.markdown(doc))
+    assert f"| digits | rk3588 | int8 | {digits.size:,} | top1 |" in text
+    assert "MODEL_FRAME_RATE = 25 frames/s" in text and "emulated (rknn-toolkit2 2.5.0" in text
+    assert not section.json(tmp_path / "nothing")["available"]
+
+
+# ---- the agent on the OS checks each model's RKNN header and target (firmware/agent/models.c) ---
+
+def test_rknn_header_layout_matches_rknn_h():
+    from c_layout import c_layout, c_macros
+    lay = c_layout("seedfw/rknn.h", {"rknn_header": ["magic", "version", "payload_size"]})
+    h = lay["rknn_header"]
+    assert (h["sizeof"], h["magic"], h["version"], h["payload_size"]) == \
+        (models.rknn_header_size(6), 0, 8, 16)
+    assert models.RKNN_PREFIX.size == 24 and models.RKNN_PREFIX.format == "<8sQQ"
+    macros = c_macros("seedfw/rknn.h", ["RKNN_HEADER_SIZE", "RKNN_FLATBUFFER_ID_AT",
+                                        "RKNN_FORMAT_VERSION"])
+    assert macros == {"RKNN_HEADER_SIZE": 64, "RKNN_FLATBUFFER_ID_AT": rknn_file.FLATBUFFER_ID_AT,
+                      "RKNN_FORMAT_VERSION": 6}
+
+
+@pytest.fixture(scope="session")
+def host_agent(tmp_path_factory):
+    """firmware/agent built with the host cc, by its own Makefile (as Buildroot builds it)."""
+    build = tmp_path_factory.mktemp("agent-src")
+    shutil.copytree(ROOT / "firmware" / "agent", build / "agent")
+    shutil.copytree(ROOT / "firmware" / "common", build / "common")
+    shutil.copytree(ROOT / "firmware" / "include", build / "include")
+    subprocess.run(["make", "-C", str(build / "agent"), "CC=cc"], check=True,
+                   capture_output=True)
+    return build / "agent" / "seedfw-agent"
+
+
+def _agent_on(host_agent, tmp_path, model):
+    from seedfw.images import package
+    from seedfw.images.entries import ModelEntry
+    pkg = tmp_path / "pkg.bin"
+    pkg.write_bytes(package.encode([ModelEntry.from_model(model)]))
+    p = subprocess.run([str(host_agent), "--file", str(pkg)], capture_output=True, text=True)
+    return p.returncode, p.stdout.splitlines()
+
+
+def test_agent_accepts_the_rk3588_model(host_agent, digits, tmp_path):
+    rc, lines = _agent_on(host_agent, tmp_path, digits)
+    assert rc == 0 and lines[-1] == "agent: ok", lines
+    assert "agent: model digits sha256 ok" in lines
+    assert "agent: model digits rknn v6 target rk3588 ok" in lines
+
+
+def test_agent_refuses_an_rk3566_model(host_agent, digits_rk3566, tmp_path):
+    rc, lines = _agent_on(host_agent, tmp_path, digits_rk3566)
+    assert rc == 1 and lines[-1] == "agent: FAILED, 1 errors", lines
+    assert "agent: model digits sha256 ok" in lines          # intact bytes, wrong NPU
+    assert "agent: model digits rknn: compiled for rk3566, board NPU is rk3588" in lines

@@ -109,6 +109,7 @@ class Model:
     synthetic: str | None = None     # why the blob is synthetic (synthetic_marker), else None
     card: dict | None = None         # model card of a compiled model (seedfw.rknn.compile)
     cached: bool = False             # compiled model taken from the cache
+    target: str | None = None        # the manifest's NPU target (checked against RKNN blobs)
 
     @property
     def stored_size(self) -> int:
@@ -299,7 +300,7 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                             bool(rknn and rknn.encrypted), rknn,
                             synthetic_marker(raw["type"], blob),
                             compiled.card if compiled else None,
-                            bool(compiled and compiled.cached)))
+                            bool(compiled and compiled.cached), target))
     return models
 
 

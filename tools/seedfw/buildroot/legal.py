@@ -74,6 +74,18 @@ def seedfw_components(ctx) -> list[tuple[dict, list[Path]]]:
                              "toolchain; sources: Debian's glibc and gcc-12 source packages"}]
              + [{"name": f"debian:{k}", "value": val} for k, val in sorted(vers.items())]}
         out.append((c, []))
+    if v.get("MODELS"):
+        # the NPU models' sources and the compiler (seedfw.rknn.part.ModelsPart.sbom)
+        from ..rknn.part import ModelsPart
+        for rec in ModelsPart().sbom(ctx):
+            c = {"type": "machine-learning-model" if rec["kind"] == "model" else "application",
+                 "name": rec["name"], "version": rec.get("version") or rec.get("sha256", "")[:12],
+                 "licenses": [{"license": {"name": rec["licence"]}}],
+                 "properties": [{"name": "seedfw:note", "value": json.dumps(rec.get("source"))
+                                 if rec.get("source") else rec["kind"]}]}
+            if rec.get("sha256"):
+                c["hashes"] = [{"alg": "SHA-256", "content": rec["sha256"]}]
+            out.append((c, []))
     if v.get("KERNEL"):
         k = kernel.KERNELS[v.get("KERNEL_PACKAGE")]
         deb = kernel.fetch(k, progress=lambda m: None)
