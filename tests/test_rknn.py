@@ -287,3 +287,21 @@ def test_agent_refuses_an_rk3566_model(host_agent, digits_rk3566, tmp_path):
     assert rc == 1 and lines[-1] == "agent: FAILED, 1 errors", lines
     assert "agent: model digits sha256 ok" in lines          # intact bytes, wrong NPU
     assert "agent: model digits rknn: compiled for rk3566, board NPU is rk3588" in lines
+
+
+def test_inspect_refuses_a_fit_model_for_another_npu(digits, digits_rk3566, tmp_path):
+    """The FIT says which NPU its models were compiled for (seedfw,npu-target); inspect reads
+    each model's own target_platform and refuses a mismatch in one line."""
+    import dataclasses
+    from seedfw.images import fit
+    from seedfw.images.entries import ModelEntry
+    good = fit.build([ModelEntry.from_model(digits)], tmp_path / "good.itb", description="t")
+    proc = invoke("inspect", good, "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [r for r in json.loads(proc.stdout)["rows"] if r["name"] == "model-digits"]
+    assert row["detail"] == "rknn, rknn v6 rk3588 toolkit 2.5.0 x[1x1x8x8]:int8 logits[1x10]:int8"
+    wrong = dataclasses.replace(digits_rk3566, target="rk3588")   # as if listed for rk3588
+    bad = fit.build([ModelEntry.from_model(wrong)], tmp_path / "bad.itb", description="t")
+    assert one_error_line(invoke("inspect", bad)) == (
+        f"error: {bad}: model-digits: target_platform: compiled for rk3566, but this board's "
+        "NPU is rk3588")
