@@ -7,6 +7,9 @@ for a figure's kind, and a sentence saying how it was obtained:
   boot-decode    instr.    emulated (instruction count)   the payload expanding its .rodata
   decoder-size   bytes     computed   the LZ4 decoder's functions in the ELFs that boot
   decode-cycles  cycles    estimated  bytes expanded at boot x the decoder's cycles/byte
+  model-bytes    bytes     computed   compiled NPU models (images/models.json, seedfw.rknn)
+  model-weights  bytes     computed   weight bytes one inference of every model reads
+  model-drop     per mille emulated (rknn-toolkit2 simulator)  worst accuracy drop vs FP32
 
 Why instruction counts: QEMU runs under `-icount shift=0,sleep=off`, where the guest's generic
 timer advances 1 ns per instruction, so the payload's timer stamps are a repeatable instruction
@@ -66,7 +69,29 @@ OBJECTIVES = {o.name: o for o in (
     Objective("decode-cycles", "cycles", "estimated",
               "bytes expanded at boot (compression.json, raw size of every compressed section) x "
               "the linked decoder's cycles/byte (seedfw.decoder_speed: bench/lz4_speed.py)"),
+    Objective("model-bytes", "bytes", "computed",
+              "sum of the compiled .rknn files' sizes (images/models.json model cards)"),
+    Objective("model-weights", "bytes", "computed from the compiled model",
+              "sum of the toolkit's weight-memory totals of every compiled model: weight bytes "
+              "read per inference, each weight read once"),
+    Objective("model-drop", "per mille", "emulated (rknn-toolkit2 simulator)",
+              "largest (FP32 - NPU) over the compiled models, x1000: ONNX Runtime FP32 against "
+              "rknn-toolkit2's simulator on the same held-out inputs (model cards)"),
 )}
+
+
+def model_figures(outdir: Path) -> dict:
+    """model-bytes, model-weights, model-drop from <out>/images/models.json."""
+    path = Path(outdir) / "images" / "models.json"
+    try:
+        cards = json.loads(path.read_text())["models"]
+    except (OSError, ValueError, KeyError):
+        raise SeedfwError("no model cards (CONFIG_MODELS off, or no compiled models)", path) \
+            from None
+    return {"model-bytes": sum(c["file_bytes"] for c in cards),
+            "model-weights": sum(c.get("weight_bytes") or 0 for c in cards),
+            "model-drop": max((round((c["fp32"] - c["npu"]) * 1000, 3) for c in cards),
+                              default=0)}
 
 
 def can_boot(board) -> bool:
@@ -230,6 +255,8 @@ def compute(objectives: list[Objective], outdir: Path, values: dict, uart: list[
             speed = decoder_speed.decompress_speed(values)
             out[o.name] = round(expanded_bytes(outdir) * speed["value"]) if compressed else 0
             notes[o.name] = f"{speed['value']} cycles/byte ({speed['kind']}: {speed['note']})"
+        elif o.name.startswith("model-"):
+            out[o.name] = model_figures(outdir)[o.name]
         elif o.boots:
             if o.name not in boot:
                 raise SeedfwError(f"the boot gave no figure for '{o.name}' (payload too old?)",
