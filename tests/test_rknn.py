@@ -305,3 +305,14 @@ def test_inspect_refuses_a_fit_model_for_another_npu(digits, digits_rk3566, tmp_
     assert one_error_line(invoke("inspect", bad)) == (
         f"error: {bad}: model-digits: target_platform: compiled for rk3566, but this board's "
         "NPU is rk3588")
+
+
+def test_tune_model_objectives_read_the_cards(digits, tmp_path):
+    from seedfw.tune import objectives
+    (tmp_path / "images").mkdir()
+    card = dict(digits.card, file_bytes=digits.size, sha256=digits.sha256)
+    (tmp_path / "images" / "models.json").write_text(json.dumps({"models": [card]}))
+    got = objectives.model_figures(tmp_path)
+    assert got == {"model-bytes": digits.size, "model-weights": digits.card["weight_bytes"],
+                   "model-drop": round((digits.card["fp32"] - digits.card["npu"]) * 1000, 3)}
+    assert objectives.OBJECTIVES["model-drop"].kind == "emulated (rknn-toolkit2 simulator)"

@@ -124,6 +124,8 @@ NEEDS: list[Need] = [
          "kernel's rk3588-rock-5b.dtb; boot: the same on QEMU's DT for a direct OS boot"),
     Need("bmaptool", "bmap-tools", "build: .bmap of the disk image; flash: sdcard runner"),
     Need("fdtget", "device-tree-compiler", "test: reserved-memory node of U-Boot's DT"),
+    # NPU models (seedfw.rknn): the compiler runs with ASLR off, so a cold compile is repeatable
+    Need("setarch", "util-linux", "build: rknn-toolkit2 compiles with ASLR off (setarch -R)"),
 ]
 
 
