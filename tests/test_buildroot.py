@@ -348,7 +348,8 @@ def test_os_boots_through_tf_a_and_u_boot(br_build):
              "seedfw: OPP overlay applied to the DT",
              "Starting kernel ...", "Linux version 6.1.0-50-cloud-arm64",
              "agent: boot package at 0x60400000 (4194304 bytes reserved)",
-             "agent: model yolov8s sha256 ok", "agent: dt opp: cpu 4 opps match dvfs table",
+             "agent: model digits sha256 ok", "agent: model digits rknn v6 target rk3588 ok",
+             "agent: dt opp: cpu 4 opps match dvfs table",
              "agent: dt opp: npu 3 opps match dvfs table", "agent: ok"]
     positions = [text.find(line) for line in order]
     assert -1 not in positions and positions == sorted(positions), list(zip(order, positions))
