@@ -209,13 +209,16 @@ def test_invoke_models_qemu_prints_real_models_only(digits):
 
 @pytest.mark.slow
 def test_detector_compiles_fits_and_keeps_its_boxes(model_cache):
-    """PP-OCRv4's detector from the pinned wheel, INT8, on rendered text; rk3588's partition."""
+    """PP-OCRv4's detector and the direction classifier from the pinned wheel, INT8, on rendered
+    text; together with digits they fit rk3588's partition."""
     b = boards.get("rk3588")
     ms = models.for_build(b, config.resolve("rk3588").values, progress=lambda m: None)
     det = next(m for m in ms if m.name == "ppocr_det")
     c = det.card
     assert c["metric"] == "box_f1_vs_fp32" and c["npu"] >= 0.8 and c["cosine"] > 0.95
     assert c["fp32_boxes"] > 50 and c["source"]["licence"] == "Apache-2.0"
+    cls = next(m for m in ms if m.name == "ppocr_cls").card
+    assert cls["metric"] == "top1" and cls["eval_count"] == 200 and cls["npu"] >= 0.9
     assert sum(m.stored_size for m in ms) < b.image["partition_size"]
     assert rknn_file.read(det.path.read_bytes(), det.path).targets == ("rk3588",)
     proc = invoke("models", "--board", "rk3588")     # the session's cache: inherited

@@ -9,7 +9,7 @@ A file that starts "CYPTRKNN" is an encrypted model: nothing inside can be check
 accepted and flagged. A size field that disagrees with the file length is rejected: that is what a
 truncated copy or a file that is not RKNN at all looks like.
 
-Synthetic blobs (seedfw.models_synth: real framing around filler, not runnable models) are
+Synthetic blobs (tests/models_synth.py, test fixtures: real framing around filler, not runnable models) are
 recognised by what the blob itself says, in one place (`synthetic_marker`): the RKNN trailing
 JSON's `"synthetic": true`, or the ONNX producer name the generator writes. Every view that lists
 models (build summary, `invoke models`, `invoke inspect`, the report) asks this function, so a
@@ -36,6 +36,7 @@ RKNN_PREFIX = struct.Struct("<8sQQ")       # magic+pad, version, data_size: the 
 # rknn.Container.read; the list was last extended by Rockchip's airockchip account in
 # lutzroeder/netron pull request #1099): 1 and 0x1001 have the 24-byte header, the others 64.
 RKNN_VERSIONS = (0x0001, 0x1001, 0x0002, 0x1002, 0x0003, 0x1003, 0x0004, 0x1004, 0x0005, 0x0006)
+RKNN_MAX_JSON = 4 << 20                    # bytes of trailing JSON parsed at most
 SYNTH_GENERATOR = "seedfw.models_synth"    # the RKNN JSON's "generator" in synthetic blobs
 SYNTH_ONNX_PRODUCER = "seedfw-synth"       # ModelProto.producer_name of synthetic ONNX files
 
@@ -148,6 +149,9 @@ def check_rknn(data: bytes, source) -> RknnInfo:
     if end != len(data):
         raise SeedfwError(f"JSON length {json_size} disagrees with the file length {len(data)} "
                           f"(the JSON would end at {end})", source, f"offset 0x{json_at:x}")
+    if json_size > RKNN_MAX_JSON:       # a real model's JSON is KBs; parsing MBs is hostile
+        raise SeedfwError(f"trailing JSON of {json_size} bytes is over the {RKNN_MAX_JSON}-byte "
+                          "limit", source, f"offset 0x{json_at:x}")
     try:
         meta = json.loads(data[json_at + 8:end])
     except (ValueError, UnicodeDecodeError) as exc:

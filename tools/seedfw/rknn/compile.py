@@ -12,8 +12,9 @@ spans of the payload). The cache key is everything that affects the output — O
 calibration / held-out / label arrays' sha256, the settings, the target, the toolkit version and
 venv pins, and the driver's own sha256 — so rebuilds, other output directories and machines
 sharing the cache embed the same bytes. A cold compile still runs in a fixed environment (ASLR
-off with `setarch -R`, PYTHONHASHSEED=0, a fixed env and fixed paths), which made cold compiles
-identical here; whether they are is recorded by tests/test_rknn.py, not assumed.
+off with `setarch -R`, PYTHONHASHSEED=0, a fixed env and fixed paths): that makes the small
+classifier's cold compiles identical (tests/test_rknn.py checks it), but not the detector's, whose
+payload holds heap pointer values that depend on the compiler's thread timing (docs/models.md).
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ Recipes (request "recipe"):
   text    renders text lines with Pillow's bundled font on white images (seeded), for a text
           detector: a calibration set and a held-out set (no labels: the metric compares against
           ONNX Runtime FP32's boxes).
+  text_lines  single rendered lines, half turned by 180 degrees, labelled (for a text
+          direction classifier).
 Why here and not in the project's environment: the pinned numpy/onnx/scikit-learn live in the venv,
 so the trained weights (and so the ONNX sha256) depend on one locked set of versions.
 Standalone on purpose: it must not import seedfw (whose dependencies are not in the venv).
@@ -121,7 +123,39 @@ def render_text(req: dict) -> dict:
     return {"rendered": req.get("calibration_count", 16) + req.get("eval_count", 24)}
 
 
-RECIPES = {"digits": train_digits, "text": render_text}
+def render_lines(req: dict) -> dict:
+    """Single text lines (width x height), half of them turned by 180 degrees: label 0 = upright,
+    1 = turned, the classes of PaddleOCR's text direction classifier."""
+    from PIL import Image, ImageDraw, ImageFont
+    h, w = req["height"], req["width"]
+
+    def lines(seed, count):
+        rng = np.random.RandomState(seed)
+        xs, ys = [], []
+        for _ in range(count):
+            img = Image.new("RGB", (w, h), tuple(int(v) for v in rng.randint(200, 256, 3)))
+            draw = ImageDraw.Draw(img)
+            size = int(rng.randint(h // 2, h - 8))
+            words = " ".join(WORDS[i] for i in rng.randint(0, len(WORDS), rng.randint(2, 5)))
+            draw.text((int(rng.randint(2, 12)), int(rng.randint(0, h - size))), words,
+                      font=ImageFont.load_default(size=size),
+                      fill=tuple(int(v) for v in rng.randint(0, 80, 3)))
+            turned = int(rng.randint(0, 2))
+            if turned:
+                img = img.rotate(180)
+            xs.append(np.asarray(img, np.float32).transpose(2, 0, 1))
+            ys.append(turned)
+        return np.stack(xs), np.array(ys, np.int64)
+
+    calib, _ = lines(req.get("seed", 0), req.get("calibration_count", 32))
+    test, labels = lines(req.get("seed", 0) + 1, req.get("eval_count", 200))
+    np.save(req["calib"], calib)
+    np.save(req["eval"], test)
+    np.save(req["labels"], labels)
+    return {"rendered": len(calib) + len(test)}
+
+
+RECIPES = {"digits": train_digits, "text": render_text, "text_lines": render_lines}
 
 
 if __name__ == "__main__":

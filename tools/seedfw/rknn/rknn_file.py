@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from ..errors import SeedfwError
 
-MAX_JSON = 4 << 20           # the trailing JSON of a 5 MB detector is 20 KB; bigger is hostile
 FLATBUFFER_ID_AT = 4         # payload offset of the FlatBuffer file identifier
 
 
@@ -36,14 +35,12 @@ class RknnFile:
 
 
 def read(data: bytes, source) -> RknnFile:
-    """Parse a compiled model; SeedfwError naming `source` and the field on anything unexpected."""
+    """Parse a compiled model; SeedfwError naming `source` and the field on anything unexpected.
+    Bounded: check_rknn refuses a trailing JSON over models.RKNN_MAX_JSON before parsing it."""
     from ..models import check_rknn
     info = check_rknn(data, source)
     if info.encrypted:
         raise SeedfwError("encrypted RKNN model: its target cannot be checked", source, "magic")
-    if info.json_size > MAX_JSON:
-        raise SeedfwError(f"trailing JSON of {info.json_size} bytes is over the {MAX_JSON} limit",
-                          source, "json_size")
     payload = data[info.header_size:info.header_size + info.data_size]
     if payload[FLATBUFFER_ID_AT:FLATBUFFER_ID_AT + 4] != b"RKNN":
         raise SeedfwError(f"payload has no FlatBuffer identifier 'RKNN' at offset "
