@@ -319,3 +319,18 @@ def test_tune_model_objectives_read_the_cards(digits, tmp_path):
     assert got == {"model-bytes": digits.size, "model-weights": digits.card["weight_bytes"],
                    "model-drop": round((digits.card["fp32"] - digits.card["npu"]) * 1000, 3)}
     assert objectives.OBJECTIVES["model-drop"].kind == "emulated (rknn-toolkit2 simulator)"
+
+
+@pytest.mark.parametrize("source, message", [
+    ("{recipe: mnist}", "unknown recipe 'mnist' (known: digits, text, text_lines)"),
+    ("{wheel: rapidocr-onnxruntime, file: x.onnx, onnx: y.onnx}",
+     "model 'digits': source needs exactly one of recipe, wheel (+ file), onnx; got file, onnx, "
+     "wheel"),
+])
+def test_manifest_source_errors_name_the_field(tmp_path, qemu_values, source, message):
+    p = tmp_path / "models.yaml"
+    p.write_text(digits_manifest(tmp_path).read_text().replace(
+        "{recipe: digits, seed: 0, epochs: 40, calibration_count: 100}", source))
+    with pytest.raises(SeedfwError) as exc:
+        models.load_manifest(p, values=qemu_values, progress=lambda m: None)
+    assert exc.value.message == message and exc.value.file == str(p)

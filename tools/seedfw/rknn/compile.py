@@ -122,8 +122,14 @@ def _hash(doc) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+RECIPES = ("digits", "text", "text_lines")      # prepare.py RECIPES
+
+
 def prepare(recipe: dict, where, field: str, log=None) -> dict[str, Path]:
     """Run a prepare.py recipe once per (recipe, prepare.py, venv pins): {onnx?, calib, eval, labels?}."""
+    if recipe.get("recipe") not in RECIPES:
+        raise SeedfwError(f"unknown recipe {recipe.get('recipe')!r} (known: {', '.join(RECIPES)})",
+                          where, f"{field}.recipe")
     key = _hash({"recipe": recipe, "prepare": util.sha256_file(PREPARE),
                  "venv": venv.pin_hash(), "v": CACHE_VERSION})[:24]
     out = cache_root() / "prep" / key
@@ -143,6 +149,15 @@ def prepare(recipe: dict, where, field: str, log=None) -> dict[str, Path]:
 def onnx_source(entry: dict, manifest: Path, where, field: str, log=None) -> tuple[Path, dict]:
     """(ONNX path, provenance record) for an entry's compile.source."""
     src = entry["compile"]["source"]
+    kinds = [k for k in ("recipe", "wheel", "onnx") if k in src]
+    if len(kinds) != 1:
+        raise SeedfwError(f"model '{entry['name']}': source needs exactly one of recipe, wheel "
+                          f"(+ file), onnx; got {', '.join(sorted(src)) or 'nothing'}", where,
+                          f"{field}.source")
+    if "recipe" not in src and "calibration" not in entry["compile"]:
+        raise SeedfwError(f"model '{entry['name']}': a {kinds[0]} source needs a calibration "
+                          "recipe (the inputs to calibrate and evaluate on)", where,
+                          f"{field}.calibration")
     if "wheel" in src:
         path = wheels.member(src["wheel"], src["file"], where, f"{field}.source", log=log)
         return path, {"kind": "wheel", **wheels.sbom(src["wheel"], src["file"])}
@@ -168,6 +183,10 @@ def ensure(entry: dict, values: dict, target: str, manifest: Path, field: str,
     onnx_bytes = onnx.read_bytes()
     models.check_onnx(onnx_bytes, onnx)
     inputs = prepare(spec.get("calibration") or spec["source"], where, f"{field}.calibration", log)
+    if spec["metric"] == "top1" and "labels" not in inputs:
+        raise SeedfwError(f"model '{entry['name']}': metric top1 needs labelled inputs; recipe "
+                          f"'{(spec.get('calibration') or spec['source'])['recipe']}' makes none",
+                          where, f"{field}.metric")
     request = {"target": target, "dtype": cfg["dtype"], "algorithm": cfg["algorithm"] or "normal",
                "optimization_level": cfg["optimization_level"], "mean": spec["mean"],
                "std": spec["std"], "input": spec["input"]["name"],
