@@ -334,3 +334,19 @@ def test_manifest_source_errors_name_the_field(tmp_path, qemu_values, source, me
     with pytest.raises(SeedfwError) as exc:
         models.load_manifest(p, values=qemu_values, progress=lambda m: None)
     assert exc.value.message == message and exc.value.file == str(p)
+
+
+@pytest.mark.slow
+def test_rk3588_build_embeds_only_real_compiled_models(rk3588_build):
+    """`invoke build --board rk3588`: every model in the FIT parses as RKNN for rk3588, none is
+    synthetic, and the model cards describe exactly those bytes."""
+    from seedfw.images import inspect as inspect_mod
+    out = rk3588_build.outdir
+    report = inspect_mod.inspect(out / "images" / "rk3588.itb")
+    rows = [r for r in report.rows if r.type == "model"]
+    assert not any(r.synthetic for r in rows) and all(r.hash_ok for r in rows)
+    rknn_rows = [r for r in rows if r.detail.startswith("rknn,")]
+    assert [r.name for r in rknn_rows] == ["model-digits", "model-ppocr_det", "model-ppocr_cls"]
+    assert all(" rk3588 toolkit 2.5.0 " in r.detail for r in rknn_rows)
+    cards = json.loads((out / "images" / "models.json").read_text())["models"]
+    assert {c["name"]: c["file_bytes"] for c in cards} == {r.name[6:]: r.size for r in rknn_rows}

@@ -30,7 +30,9 @@ class RknnFile:
         parts = []
         for t in self.tensors:
             dims = "x".join(str(d) for d in t.get("size", []))
-            parts.append(f"{t.get('url', '?')}[{dims}]:{(t.get('dtype') or {}).get('qnt_type', '?')}")
+            dtype = t.get("dtype") if isinstance(t.get("dtype"), dict) else {}
+            parts.append(f"{t.get('url', '?')}[{dims}]:"
+                         f"{dtype.get('qnt_type') or dtype.get('vx_type') or '?'}")
         return " ".join(parts)
 
 
