@@ -49,7 +49,8 @@ class ModelsPart(Package):
         manifest = models.resolve_manifest(ctx.board, ctx.values)
         doc = {"symbols": {k: v for k, v in sorted(ctx.values.items())
                            if k.startswith(("MODEL_", "MODELS"))},
-               "venv": venv.pin_hash(), "code": plan.tree_hash(util_dir())}
+               "venv": venv.pin_hash(),
+               "code": plan.tree_hash(util_dir(), exclude=("__pycache__",))}
         if manifest is not None and manifest.is_file():
             doc["manifest"] = plan.tree_hash(manifest.parent)
         return doc
