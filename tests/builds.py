@@ -40,7 +40,7 @@ def image(result: "build_mod.BuildResult", name: str) -> Path:
     return Path(result.outdir) / "images" / name
 
 
-def copy_with_corrupted_model(result: "build_mod.BuildResult", dest: Path, model: str = "yolov8s") -> Path:
+def copy_with_corrupted_model(result: "build_mod.BuildResult", dest: Path, model: str = "digits") -> Path:
     """A copy of a qemu-aarch64 output directory whose boot package has one byte of `model`
     flipped (hashes left as they were): the payload must reject it at boot."""
     from seedfw.images import package

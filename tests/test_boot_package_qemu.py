@@ -32,7 +32,7 @@ def test_payload_verifies_its_package_at_boot(qemu_aarch64_build):
     assert result.returncode == 0
     expected = json.loads((out / "images" / "images.json").read_text())["package"]["expected_boot_lines"]
     assert uart_lines(out, "pkg-boot.log") == expected
-    assert "model yolov8s sha256 ok" in expected and expected[-1] == "pkg: ok"
+    assert "model digits sha256 ok" in expected and expected[-1] == "pkg: ok"
     assert any(l.startswith("dvfs: 2 domains, 7 opps, profile=balanced, crc ok") for l in expected)
 
 
@@ -43,5 +43,5 @@ def test_a_corrupted_package_fails_the_boot(qemu_aarch64_build, tmp_path):
         boot(out, "bad-boot.log")
     assert failed.value.message == "QEMU exited with status 1"
     lines = uart_lines(out, "bad-boot.log")
-    assert "model yolov8s sha256 BAD" in lines
+    assert "model digits sha256 BAD" in lines
     assert lines[-1] == "pkg: FAILED, 1 errors"

@@ -225,7 +225,7 @@ def host_agent(tmp_path_factory):
     exe = tmp_path_factory.mktemp("agent") / "seedfw-agent"
     subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{common}",
                     f"-I{include}", "-o", str(exe), str(agent / "agent.c"),
-                    str(agent / "perf_window.c"),
+                    str(agent / "perf_window.c"), str(agent / "models.c"),
                     *(str(common / n) for n in ("pkg_verify.c", "sha256.c", "crc32.c"))],
                    check=True)
     return exe
@@ -349,7 +349,8 @@ def test_os_boots_through_tf_a_and_u_boot(br_build):
              "seedfw: OPP overlay applied to the DT",
              "Starting kernel ...", "Linux version 6.1.0-50-cloud-arm64",
              "agent: boot package at 0x60400000 (4194304 bytes reserved)",
-             "agent: model yolov8s sha256 ok", "agent: dt opp: cpu 4 opps match dvfs table",
+             "agent: model digits sha256 ok", "agent: model digits rknn v6 target rk3588 ok",
+             "agent: dt opp: cpu 4 opps match dvfs table",
              "agent: dt opp: npu 3 opps match dvfs table", "agent: ok"]
     positions = [text.find(line) for line in order]
     assert -1 not in positions and positions == sorted(positions), list(zip(order, positions))
@@ -420,7 +421,7 @@ def test_os_boots_and_the_agent_reports(br_build):
     assert "agent: boot package at 0x60400000 (4194304 bytes reserved)" in lines
     assert any(line.startswith("agent: dvfs: 2 domains, 7 opps, profile=") and
                line.endswith("crc ok") for line in lines)
-    assert "agent: model yolov8s sha256 ok" in lines and lines[-1] == "agent: ok"
+    assert "agent: model digits rknn v6 target rk3588 ok" in lines and lines[-1] == "agent: ok"
     # The direct boot applies the same overlay (fdtoverlay on the host), so the check passes.
     assert "agent: dt opp: cpu 4 opps match dvfs table" in lines
     assert any("Linux version 6.1.0-50-cloud-arm64" in line for line in booted.lines)
@@ -434,13 +435,13 @@ def test_a_corrupted_model_fails_the_boot_with_the_agents_line(br_build, tmp_pat
     from seedfw.images import package
     pkg = images / "qemu-aarch64-boot.pkg"
     blob = bytearray(pkg.read_bytes())
-    entry = next(e for e in package.decode(bytes(blob)).entries if e.name == "yolov8s")
+    entry = next(e for e in package.decode(bytes(blob)).entries if e.name == "digits")
     blob[entry.offset + entry.size // 2] ^= 0x40
     pkg.write_bytes(bytes(blob))
     with pytest.raises(SeedfwError) as err:
         _boot(result, images=images, chain=False)
     assert "OS boot failed: agent: FAILED, 1 errors (QEMU exit status 0)" in err.value.message
-    assert "agent: model yolov8s sha256 BAD" in err.value.tail
+    assert "agent: model digits sha256 BAD" in err.value.tail
 
 
 @pytest.mark.slow

@@ -20,11 +20,13 @@ from c_layout import c_layout, c_macros
 from cli import invoke, one_error_line
 from seedfw import boards, dvfs
 from seedfw.errors import SeedfwError
+from seedfw.paths import ROOT
 from seedfw.images import build_images, entries as ent, fdt, fit, package
 from seedfw.images.inspect import inspect
 
+SYNTH = ROOT / "tests/data/synth-models/models"
 CFG = {"POWER_PROFILE": "balanced", "MODELS": True,
-       "MODEL_MANIFEST": "board/$(SEEDFW_BOARD)/models.yaml"}
+       "MODEL_MANIFEST": "tests/data/synth-models/models.yaml"}  # SYNTHETIC fixture
 
 
 def test_package_layout_matches_pkg_h():
@@ -134,7 +136,7 @@ def test_inspect_verifies_fit_and_package(rk3588_images):
 @pytest.mark.parametrize("suffix", [".itb", ".pkg"])
 def test_inspect_catches_flipped_byte(rk3588_images, tmp_path, suffix):
     blob = bytearray(rk3588_images[suffix].read_bytes())
-    target = (boards.get("rk3588").dir / "models" / "yolov8s.rknn").read_bytes()
+    target = (SYNTH / "yolov8s.rknn").read_bytes()
     at = bytes(blob).find(target)
     assert at > 0
     blob[at + 500] ^= 0x04
@@ -159,7 +161,8 @@ SYNTHETIC_MODELS = ["yolov8s", "mobilenet_v2", "face_detect"]   # what their own
 
 @pytest.mark.parametrize("suffix", [".itb", ".pkg"])
 def test_inspect_flags_synthetic_models(rk3588_images, suffix):
-    """The rk3588 image carries the board's filler blobs: inspect flags them (from the blobs'
+    """The image carries the SYNTHETIC fixture blobs (tests/data/synth-models): inspect
+    flags them (from the blobs'
     metadata, read back out of the image), in the table, the notes, the CLI and its JSON."""
     import json
 
@@ -299,7 +302,7 @@ def test_compressed_models_round_trip(tmp_path):
     paths = build_images(dict(CFG, MODELS_COMPRESS=True), boards.get("rk3588"), tmp_path / "img",
                          {"bl31": bl31})
     # mobilenet_v2 leaves compression to Kconfig; yolov8s says `compression: none` and keeps it.
-    original = (boards.get("rk3588").dir / "models" / "mobilenet.rknn").read_bytes()
+    original = (SYNTH / "mobilenet.rknn").read_bytes()
     for p in paths:
         if p.suffix not in (".itb", ".pkg"):
             continue

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from seedfw import boards, models, models_synth
+import models_synth
+from seedfw import boards, models
 from seedfw.errors import SeedfwError
 
 
@@ -206,13 +207,16 @@ def manifest(tmp_path, text: str, blobs: dict[str, bytes]):
     return p
 
 
-def test_committed_manifests_load_with_sha256():
-    for board in ("rk3588", "qemu-aarch64"):
-        ms = models.load_manifest(boards.get(board).dir / "models.yaml",
-                                  partition_size=boards.get(board).image["partition_size"])
-        assert ms and all(m.sha256 == hashlib.sha256(m.path.read_bytes()).hexdigest() for m in ms)
-        assert all(m.size < 8192 for m in ms)          # committed blobs stay small
-    yolo = models.load_manifest(boards.get("rk3588").dir / "models.yaml")[0]
+@pytest.fixture
+def synth_manifest(tmp_path):
+    return models_synth.write_fixture(tmp_path / "synth")
+
+
+def test_fixture_manifest_loads_with_sha256(synth_manifest):
+    ms = models.load_manifest(synth_manifest,
+                              partition_size=boards.get("rk3588").image["partition_size"])
+    assert ms and all(m.sha256 == hashlib.sha256(m.path.read_bytes()).hexdigest() for m in ms)
+    yolo = models.load_manifest(synth_manifest)[0]
     assert (yolo.name, yolo.type, yolo.alignment, yolo.rknn.version) == ("yolov8s", "rknn", 4096, 6)
 
 
@@ -275,10 +279,10 @@ def test_lz4_without_the_compression_package_is_one_clear_error(tmp_path, monkey
     assert exc.value.message.startswith("compression 'lz4' is not available")
 
 
-def test_for_build_follows_kconfig():
+def test_for_build_follows_kconfig(synth_manifest):
     b = boards.get("rk3588")
     assert models.for_build(b, {"MODELS": False}) == []
-    ms = models.for_build(b, {"MODELS": True, "MODEL_MANIFEST": "board/$(SEEDFW_BOARD)/models.yaml"})
+    ms = models.for_build(b, {"MODELS": True, "MODEL_MANIFEST": str(synth_manifest)})
     assert [m.name for m in ms] == ["yolov8s", "mobilenet_v2", "face_detect", "labels"]
 
 
@@ -297,7 +301,7 @@ def test_synthetic_marker_reads_the_blob_not_the_name():
     assert models.synthetic_marker("rknn", models_synth.rknn_encrypted(b"\x8f" * 40)) is None
 
 
-def test_manifest_flags_synthetic_blobs_whatever_their_names(tmp_path):
+def test_manifest_flags_synthetic_blobs_whatever_their_names(tmp_path, synth_manifest):
     p = manifest(tmp_path, "models:\n  - {name: production_net, path: a.rknn, type: rknn}\n"
                            "  - {name: yolov8s, path: b.rknn, type: rknn}\n",
                  {"a.rknn": models_synth.rknn(1, b"x" * 32),
@@ -307,14 +311,14 @@ def test_manifest_flags_synthetic_blobs_whatever_their_names(tmp_path):
                                                          ("yolov8s", False)]
     assert models.synthetic_summary(ms) == ("1 of 2 model blobs are SYNTHETIC (filler, not "
                                             "runnable models): production_net")
-    rk = models.load_manifest(boards.get("rk3588").dir / "models.yaml")
+    rk = models.load_manifest(synth_manifest)
     assert [m.name for m in rk if m.synthetic] == ["yolov8s", "mobilenet_v2", "face_detect"]
 
 
-def test_invoke_models_prints_synthetic():
+def test_invoke_models_prints_synthetic(synth_manifest):
     from cli import invoke
 
-    proc = invoke("models", "--board", "rk3588")
+    proc = invoke("models", "--manifest", str(synth_manifest))
     assert proc.returncode == 0, proc.stderr
     lines = {}                      # one record per model: its first line, then indented lines
     for l in proc.stdout.splitlines():
@@ -333,7 +337,7 @@ def test_invoke_models_prints_synthetic():
                                             "face_detect")
 
 
-def test_build_summary_line_flags_synthetic_models(tmp_path):
+def test_build_summary_line_flags_synthetic_models(tmp_path, synth_manifest):
     """The line `invoke build` prints after a board's build (cli/build.py), on a configured
     output directory's config.json; no build needed."""
     import json
@@ -342,7 +346,7 @@ def test_build_summary_line_flags_synthetic_models(tmp_path):
     from seedfw.cli.build import _models_line
 
     (tmp_path / "config.json").write_text(json.dumps({
-        "MODELS": True, "MODEL_MANIFEST": "board/rk3588/models.yaml"}))
+        "MODELS": True, "MODEL_MANIFEST": str(synth_manifest)}))
     line = _models_line(SimpleNamespace(outdir=tmp_path, board="rk3588"))
     assert line.startswith("  models  4 blobs, ") and "[bold yellow]3 of 4 model blobs are " \
         "SYNTHETIC (filler, not runnable models): yolov8s, mobilenet_v2, face_detect[/]" in line

@@ -16,6 +16,7 @@ import pytest
 from c_layout import INCLUDE
 from seedfw import boards, dvfs, models
 from seedfw.errors import SeedfwError
+from seedfw.paths import ROOT
 from seedfw.images import package
 from seedfw.images.entries import DvfsEntry, FirmwareEntry, ModelEntry
 
@@ -41,7 +42,7 @@ def run(harness, *args):
 def good_package(tmp_path):
     board = boards.get("qemu-aarch64")
     table = dvfs.load(board.dvfs_file)
-    ms = models.load_manifest(board.dir / "models.yaml")
+    ms = models.load_manifest(ROOT / "tests/data/synth-models/models.yaml")  # SYNTHETIC fixture
     entries = [FirmwareEntry("payload", bytes(range(256)) * 9),
                DvfsEntry("dvfs", dvfs.encode(table, "balanced"))]
     entries += [ModelEntry.from_model(m) for m in ms]

@@ -253,12 +253,12 @@ def test_report_on_real_board_build(tmp_path_factory, board):
     assert any(e["file"] == "bl31.elf" for e in data["elfs"]["items"])
     page = (outdir / "report" / "report.html").read_text()
     assert "http://" not in page and "https://" not in page and "<svg" in page
-    if board == "rk3588":   # the default image ships synthetic model blobs: every format says so
+    if board == "rk3588":   # real compiled models now (issue 21): nothing says synthetic
         models = data["bandwidth"]["models"]
-        assert models["synthetic_models"] == ["yolov8s", "mobilenet_v2", "face_detect"]
+        assert models["synthetic_models"] == []
         md = (outdir / "report" / "report.md").read_text()
-        assert "**estimated (for synthetic filler model blobs)**" in md
-        assert 'data-synthetic="filler model blobs"' in page
+        assert "synthetic filler model blobs" not in md
+        assert 'data-synthetic="filler model blobs"' not in page
 
 
 # ---- provenance: every measured figure says where it came from (issue 11) --------------------
@@ -399,7 +399,7 @@ def test_counters_with_bad_provenance_are_rejected(outdirs, tmp_path):
 def test_synthetic_model_blobs_are_flagged_in_all_three_formats(outdirs, tmp_path):
     """A filler blob (seedfw.models_synth) among the models: the model DDR figures say they are
     for filler; the real blob next to it is not flagged."""
-    from seedfw import models_synth
+    import models_synth
 
     out = tmp_path / "out"
     shutil.copytree(outdirs["new"], out, ignore=shutil.ignore_patterns("report"))

@@ -29,7 +29,7 @@ from seedfw.images.inspect import inspect
 
 BOARD = "rk3588"
 VALUES = {"POWER_PROFILE": "balanced", "MODELS": True,
-          "MODEL_MANIFEST": "board/$(SEEDFW_BOARD)/models.yaml"}
+          "MODEL_MANIFEST": "tests/data/synth-models/models.yaml"}  # SYNTHETIC fixture
 
 
 def key_body_lines(key_file) -> list[str]:

@@ -11,7 +11,8 @@
  *   agent: pkg: 4 entries, 12608 bytes, header crc ok
  *   agent: dvfs dvfs sha256 ok
  *   agent: dvfs: 2 domains, 7 opps, profile=balanced, crc ok
- *   agent: model yolov8s sha256 ok
+ *   agent: model digits sha256 ok
+ *   agent: model digits rknn v6 target rk3588 ok       (models.c: RKNN header and target)
  *   agent: dt opp: cpu 4 opps match dvfs table          (with --dt-opp DIR)
  *   agent: cpufreq: ...
  *   agent: ok                        (or "agent: FAILED, N errors"; exit status 1)
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include "perf_window.h"
+#include "models.h"
 #include "pkg_verify.h"
 #include "seedfw/dvfs.h"
 #include "seedfw/pkg.h"
@@ -340,6 +342,8 @@ int main(int argc, char **argv)
 		perf_window_begin(&perf[i]);
 	uint32_t errors = seedfw_pkg_verify(pkg, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size,
 	                                    &res, agent_putc);
+	if (!errors)
+		errors += agent_check_models(pkg, size, SEEDFW_NPU_TARGET);
 	for (int i = 0; i < n_perf; i++) {
 		perf_window_end(&perf[i], "verify");
 		perf_window_close(&perf[i]);

@@ -126,6 +126,8 @@ NEEDS: list[Need] = [
     Need("fdtget", "device-tree-compiler", "test: reserved-memory node of U-Boot's DT"),
     # The manual and the HTML reports, as a reader sees them (tests/test_docs.py, test_tune_html.py)
     Need("chromium", "chromium", "test: the manual and tune/report.html rendered headless"),
+    # NPU models (seedfw.rknn): the compiler runs with ASLR off, so a cold compile is repeatable
+    Need("setarch", "util-linux", "build: rknn-toolkit2 compiles with ASLR off (setarch -R)"),
 ]
 
 

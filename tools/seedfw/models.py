@@ -9,7 +9,7 @@ A file that starts "CYPTRKNN" is an encrypted model: nothing inside can be check
 accepted and flagged. A size field that disagrees with the file length is rejected: that is what a
 truncated copy or a file that is not RKNN at all looks like.
 
-Synthetic blobs (seedfw.models_synth: real framing around filler, not runnable models) are
+Synthetic blobs (tests/models_synth.py, test fixtures: real framing around filler, not runnable models) are
 recognised by what the blob itself says, in one place (`synthetic_marker`): the RKNN trailing
 JSON's `"synthetic": true`, or the ONNX producer name the generator writes. Every view that lists
 models (build summary, `invoke models`, `invoke inspect`, the report) asks this function, so a
@@ -36,16 +36,37 @@ RKNN_PREFIX = struct.Struct("<8sQQ")       # magic+pad, version, data_size: the 
 # rknn.Container.read; the list was last extended by Rockchip's airockchip account in
 # lutzroeder/netron pull request #1099): 1 and 0x1001 have the 24-byte header, the others 64.
 RKNN_VERSIONS = (0x0001, 0x1001, 0x0002, 0x1002, 0x0003, 0x1003, 0x0004, 0x1004, 0x0005, 0x0006)
+RKNN_MAX_JSON = 4 << 20                    # bytes of trailing JSON parsed at most
 SYNTH_GENERATOR = "seedfw.models_synth"    # the RKNN JSON's "generator" in synthetic blobs
 SYNTH_ONNX_PRODUCER = "seedfw-synth"       # ModelProto.producer_name of synthetic ONNX files
+
+_NUMS = {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 4}
+COMPILE_SCHEMA = {
+    "type": "object", "required": ["source", "input", "mean", "std", "metric"],
+    "additionalProperties": False,
+    "properties": {
+        "source": {"type": "object", "minProperties": 1},   # recipe | wheel+file | onnx
+        "calibration": {"type": "object", "required": ["recipe"]},
+        "input": {"type": "object", "required": ["name", "shape"], "additionalProperties": False,
+                  "properties": {"name": {"type": "string"},
+                                 "shape": {"type": "array", "items": {"type": "integer",
+                                                                       "minimum": 1},
+                                           "minItems": 4, "maxItems": 4},
+                                 "layout": {"enum": ["nchw"]}}},
+        "mean": _NUMS, "std": _NUMS,
+        "metric": {"enum": ["top1", "text_boxes"]},
+        "box_threshold": {"type": "number"},
+    },
+}
 
 SCHEMA = {
     "type": "object", "required": ["models"], "additionalProperties": False,
     "properties": {
+        "target": {"type": "string", "pattern": "^[a-z0-9]+$"},
         "models": {
             "type": "array",
             "items": {
-                "type": "object", "required": ["name", "path", "type"],
+                "type": "object", "required": ["name", "type"],
                 "additionalProperties": False,
                 "properties": {
                     "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$",
@@ -54,6 +75,8 @@ SCHEMA = {
                     "type": {"enum": list(TYPES)},
                     "alignment": {"type": "integer", "minimum": 1},
                     "compression": {"enum": ["none", "lz4"]},
+                    "kconfig": {"type": "string", "pattern": "^[A-Z0-9_]+$"},
+                    "compile": COMPILE_SCHEMA,
                 },
             },
         },
@@ -85,6 +108,9 @@ class Model:
     encrypted: bool
     rknn: RknnInfo | None
     synthetic: str | None = None     # why the blob is synthetic (synthetic_marker), else None
+    card: dict | None = None         # model card of a compiled model (seedfw.rknn.compile)
+    cached: bool = False             # compiled model taken from the cache
+    target: str | None = None        # the manifest's NPU target (checked against RKNN blobs)
 
     @property
     def stored_size(self) -> int:
@@ -123,6 +149,9 @@ def check_rknn(data: bytes, source) -> RknnInfo:
     if end != len(data):
         raise SeedfwError(f"JSON length {json_size} disagrees with the file length {len(data)} "
                           f"(the JSON would end at {end})", source, f"offset 0x{json_at:x}")
+    if json_size > RKNN_MAX_JSON:       # a real model's JSON is KBs; parsing MBs is hostile
+        raise SeedfwError(f"trailing JSON of {json_size} bytes is over the {RKNN_MAX_JSON}-byte "
+                          "limit", source, f"offset 0x{json_at:x}")
     try:
         meta = json.loads(data[json_at + 8:end])
     except (ValueError, UnicodeDecodeError) as exc:
@@ -211,10 +240,16 @@ def resolve_manifest(board, config_values: dict) -> Path | None:
 
 
 def load_manifest(path: str | Path, *, partition_size: int | None = None,
-                  compress_default: bool = False) -> list[Model]:
-    """Read, check and hash every model of a manifest. Paths are relative to the manifest."""
+                  compress_default: bool = False, values: dict | None = None,
+                  progress=print, log: Path | None = None) -> list[Model]:
+    """Read, check and hash every model of a manifest. Paths are relative to the manifest.
+
+    An entry with a `compile` block is compiled (or taken from the cache) by seedfw.rknn.compile
+    with the Kconfig `values`; every RKNN blob is checked against the manifest's `target`.
+    """
     path = Path(path)
     data, lines = yamlfile.load_mapping(path, SCHEMA, "a mapping with 'models'")
+    target = data.get("target")
     models: list[Model] = []
     total = 0
     for i, raw in enumerate(data["models"]):
@@ -226,15 +261,35 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
         if alignment & (alignment - 1):
             raise SeedfwError(f"model '{name}': alignment {alignment} is not a power of two", path,
                               line)
-        blob_path = (path.parent / raw["path"])
+        compiled = None
+        if "compile" in raw:
+            if raw["type"] != "rknn" or target is None:
+                raise SeedfwError(f"model '{name}': a compiled model needs type rknn and the "
+                                  "manifest's 'target' (the NPU it is compiled for)", path, line)
+            from .rknn import compile as rknn_compile
+            compiled = rknn_compile.ensure(raw, values or {}, target, path, line,
+                                           progress=progress, log=log)
+            blob_path = compiled.path
+        elif "path" in raw:
+            blob_path = (path.parent / raw["path"])
+        else:
+            raise SeedfwError(f"model '{name}': needs 'path' or 'compile'", path, line)
         try:
+            size = blob_path.stat().st_size
+            if partition_size is not None and size > partition_size:
+                raise SeedfwError(f"model '{name}': {size} bytes is larger than the partition "
+                                  f"limit of {partition_size} bytes (0x{partition_size:x})",
+                                  path, line)
             blob = blob_path.read_bytes()
         except OSError as exc:
-            raise SeedfwError(f"model '{name}': cannot read {raw['path']}: {exc.strerror}", path,
-                              line) from None
+            raise SeedfwError(f"model '{name}': cannot read {raw.get('path', blob_path)}: "
+                              f"{exc.strerror}", path, line) from None
         rknn = None
         if raw["type"] == "rknn":
             rknn = check_rknn(blob, blob_path)
+            if target is not None:
+                from .rknn import rknn_file
+                rknn_file.check_target(rknn_file.read(blob, blob_path), target, blob_path)
         elif raw["type"] == "onnx":
             check_onnx(blob, blob_path)
         compression = raw.get("compression", "lz4" if compress_default else "none")
@@ -247,7 +302,9 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
         models.append(Model(name, blob_path, raw["type"], alignment, compression, len(blob),
                             sha256_bytes(blob), stored, sha256_bytes(stored),
                             bool(rknn and rknn.encrypted), rknn,
-                            synthetic_marker(raw["type"], blob)))
+                            synthetic_marker(raw["type"], blob),
+                            compiled.card if compiled else None,
+                            bool(compiled and compiled.cached), target))
     return models
 
 
@@ -255,13 +312,14 @@ def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def for_build(board, config_values: dict) -> list[Model]:
+def for_build(board, config_values: dict, progress=print, log=None) -> list[Model]:
     """The models a configured build embeds ([] when CONFIG_MODELS is off)."""
     manifest = resolve_manifest(board, config_values)
     if manifest is None:
         return []
     return load_manifest(manifest, partition_size=board.image["partition_size"],
-                         compress_default=bool(config_values.get("MODELS_COMPRESS")))
+                         compress_default=bool(config_values.get("MODELS_COMPRESS")),
+                         values=config_values, progress=progress, log=log)
 
 
 def synthetic_summary(models: list[Model]) -> str | None:

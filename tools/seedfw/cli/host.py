@@ -21,6 +21,10 @@ def setup(c, no_update=False):
     run the doctor."""
     installed = host.setup(update=not no_update)
     print(f"installed: {' '.join(installed)}" if installed else "host packages: all present")
+    from ..rknn import venv           # rknn-toolkit2's own venv (NPU models), never the project's
+    made = venv.ensure()
+    print(f"rknn venv: {venv.venv_dir()} (rknn-toolkit2 {made['version']['rknn']}, "
+          f"{made['bytes'] / 2**20:.0f} MiB, made in {made['install_seconds']} s)")
     _doctor(quiet=True)
 
 
@@ -50,13 +54,19 @@ def _doctor(quiet: bool, configs=None) -> None:
     print(f"{'ok' if ok else 'error'}: QEMU traffic plugin: {line}")
     if not ok:
         errors.append(f"QEMU traffic plugin: {line}")
+    from ..rknn import venv
+    rknn_ok, rknn_line = venv.doctor_line()
+    if not quiet or not rknn_ok:
+        print(rknn_line)
     if errors:
         raise SeedfwError(errors[0])
     if missing:
         raise SeedfwError(f"{sum(not ch.ok for ch in checks)} host program(s)/file(s) missing, from "
                           f"package(s) {', '.join(missing)}; run as root: apt-get update && "
                           f"{shlex.join(host.install_command(missing))}")
-    print(f"doctor: all {len(checks)} host programs and files present")
+    if not rknn_ok:
+        raise SeedfwError(rknn_line.split(None, 1)[1])
+    print(f"doctor: all {len(checks)} host programs and files present, and the rknn venv")
 
 
 @command(help={"fast": "skip the slow end-to-end tests (real builds, QEMU boots)",

@@ -84,14 +84,23 @@ def models(c, board=None, manifest=None):
         raise SeedfwError("no board given (use --board NAME or --manifest models.yaml)")
     b = boards.get(board) if board else None
     path = Path(manifest) if manifest else b.dir / "models.yaml"
-    ms = models_mod.load_manifest(path, partition_size=b.image["partition_size"] if b else None)
+    # the board's Kconfig defaults (plus its defconfig) give compiled models their settings
+    from .. import config as config_mod
+    values = config_mod.resolve(board).values if board else {}
+    ms = models_mod.load_manifest(path, partition_size=b.image["partition_size"] if b else None,
+                                  values=values)
     rows = []
     for m in ms:
         framing = None
         if m.rknn is not None:
             framing = "encrypted" if m.encrypted else f"rknn v{m.rknn.version:#x}"
+        card = None
+        if m.card:
+            c = m.card
+            card = (f"{c['target']} {c['dtype']} {c['metric']} {c['npu']:.4f} (FP32 "
+                    f"{c['fp32']:.4f}, {c['simulator']}){' cached' if m.cached else ''}")
         rows.append((m.name, m.type, f"{m.size:>9} B", f"align {m.alignment}", m.compression,
-                     m.sha256, framing, f"SYNTHETIC filler ({m.synthetic})" if m.synthetic
+                     m.sha256, framing, card, f"SYNTHETIC filler ({m.synthetic})" if m.synthetic
                      else None))
     print(textout.table([tuple(c or "" for c in r) for r in rows], first=5,
                         labels=("sha256",)))

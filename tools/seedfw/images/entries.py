@@ -153,11 +153,14 @@ class ModelEntry(Entry):
     compression: "none" | "lz4" (seedfw LZ4 block container; FIT marks it in a seedfw, property
                  because FIT's own "lz4" means the LZ4 frame format)
     encrypted:  RKNN "CYPTRKNN"
+    npu_target: the NPU the manifest compiled it for (FIT "seedfw,npu-target"; inspect checks the
+                RKNN's own target_platform against it)
     """
 
     model_type: str = "raw"
     compression: str = "none"
     encrypted: bool = False
+    npu_target: str | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -173,12 +176,15 @@ class ModelEntry(Entry):
             props["seedfw,uncompressed-size"] = self.uncompressed_size
         if self.encrypted:
             props["seedfw,encrypted"] = True
+        if self.npu_target and self.model_type == "rknn":
+            props["seedfw,npu-target"] = self.npu_target
         return props
 
     @classmethod
     def from_model(cls, m) -> "ModelEntry":
         return cls(m.name, m.stored, m.size, max(m.alignment, 64), model_type=m.type,
-                   compression=m.compression, encrypted=m.encrypted)
+                   compression=m.compression, encrypted=m.encrypted,
+                   npu_target=getattr(m, "target", None))
 
 
 def read(path: str | Path) -> bytes:

@@ -136,6 +136,23 @@ def _synthetic(model_type: str, stored: bytes, lz4: bool) -> str | None:
     return models.synthetic_marker(model_type, data)
 
 
+def _rknn_detail(path: Path, node, data: bytes) -> str:
+    """A compiled model's own header and JSON (seedfw.rknn.rknn_file); a model for another NPU
+    than the image declares (seedfw,npu-target), or a damaged one, is refused in one line."""
+    from ..rknn import rknn_file
+    target = node.str("seedfw,npu-target")
+    try:
+        f = rknn_file.read(data, path)
+        if target:
+            rknn_file.check_target(f, target, path)
+    except SeedfwError as exc:
+        if not target:          # not a model seedfw compiled (e.g. a test fixture): describe only
+            return ""
+        raise SeedfwError(exc.message, path, f"{node.name}: {exc.field}") from None
+    return (f"rknn v{f.version} {','.join(f.targets)} toolkit {f.toolkit_version} "
+            f"{f.describe_io()}")
+
+
 def _note_synthetic(report: "Report") -> None:
     fake = [r.name for r in report.rows if r.synthetic]
     if fake:
@@ -236,6 +253,8 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
                 detail.append("SYNTHETIC")
             if "seedfw,encrypted" in node.props:
                 detail.append("encrypted")
+            elif detail[0] == "rknn" and node.str("seedfw,compression") != "lz4blk":
+                detail.append(_rknn_detail(path, node, data))
             if node.str("seedfw,compression") == "lz4blk":
                 text, lz4_ok = _lz4_detail(data, size)
                 detail.append(text)

@@ -19,6 +19,7 @@ REGISTRY = Registry("part", {
     "mcu": "seedfw.parts.mcu:McuPart",
     "buildroot": "seedfw.parts.buildroot:BuildrootPart",
     "kernel": "seedfw.parts.kernel:KernelPart",
+    "models": "seedfw.parts.models:ModelsPart",
     "compress": "seedfw.parts.compress:CompressPart",
     "image": "seedfw.parts.firmware_image:FirmwareImagePart",
     "uboot-rockchip": "seedfw.parts.uboot_rockchip:UbootRockchipPart",

@@ -135,5 +135,7 @@ class FirmwareImagePart(Part):
                          [p for p in hint_elfs(ctx) if p.is_file()], log=step.log)
 
         needs = tuple(firmware_for(ctx).values()) + tuple(hint_elfs(ctx))
+        if ctx.values.get("MODELS"):      # the compiled models (their cards name the cache entries)
+            needs += (ctx.images / "models.json",)
         return [plan_mod.Step("image.pack", run, needs=needs, inputs=lambda: _inputs(ctx),
                               version=VERSION, package="image", outputs=tuple(outputs(ctx)))]

@@ -8,6 +8,9 @@ for a figure's kind, and a sentence saying how it was obtained:
   decoder-size   bytes     computed   the LZ4 decoder's functions in the ELFs that boot
   decode-cycles  cycles    estimated  bytes expanded at boot x the decoder's cycles/byte
   dram-read      bytes     emulated (QEMU plugin)   DRAM bytes the CPU read during boot
+  model-bytes    bytes     computed   compiled NPU models (images/models.json, seedfw.rknn)
+  model-weights  bytes     computed   weight bytes one inference of every model reads
+  model-drop     per mille emulated (rknn-toolkit2 simulator)  worst accuracy drop vs FP32
 
 Why instruction counts: QEMU runs under `-icount shift=0,sleep=off`, where the guest's generic
 timer advances 1 ns per instruction, so the payload's timer stamps are a repeatable instruction
@@ -73,7 +76,29 @@ OBJECTIVES = {o.name: o for o in (
               "kind dram, summed over the boot phases BL1 … payload (seedfw's QEMU TCG plugin, "
               "-icount shift=0; U-Boot's virtio poll excluded; device DMA not included)",
               boots=True, counted=True),
+    Objective("model-bytes", "bytes", "computed",
+              "sum of the compiled .rknn files' sizes (images/models.json model cards)"),
+    Objective("model-weights", "bytes", "computed from the compiled model",
+              "sum of the toolkit's weight-memory totals of every compiled model: weight bytes "
+              "read per inference, each weight read once"),
+    Objective("model-drop", "per mille", "emulated (rknn-toolkit2 simulator)",
+              "largest (FP32 - NPU) over the compiled models, x1000: ONNX Runtime FP32 against "
+              "rknn-toolkit2's simulator on the same held-out inputs (model cards)"),
 )}
+
+
+def model_figures(outdir: Path) -> dict:
+    """model-bytes, model-weights, model-drop from <out>/images/models.json."""
+    path = Path(outdir) / "images" / "models.json"
+    try:
+        cards = json.loads(path.read_text())["models"]
+    except (OSError, ValueError, KeyError):
+        raise SeedfwError("no model cards (CONFIG_MODELS off, or no compiled models)", path) \
+            from None
+    return {"model-bytes": sum(c["file_bytes"] for c in cards),
+            "model-weights": sum(c.get("weight_bytes") or 0 for c in cards),
+            "model-drop": max((round((c["fp32"] - c["npu"]) * 1000, 3) for c in cards),
+                              default=0)}
 
 
 def can_boot(board) -> bool:
@@ -272,6 +297,8 @@ def compute(objectives: list[Objective], outdir: Path, values: dict, uart: list[
         elif o.counted:
             out[o.name] = dram_read_bytes(json.loads(_counted_file(outdir).read_text()))
             notes[o.name] = "emulated: seedfw's QEMU plugin, -icount shift=0 (not board time)"
+        elif o.name.startswith("model-"):
+            out[o.name] = model_figures(outdir)[o.name]
         elif o.boots:
             if o.name not in boot:
                 raise SeedfwError(f"the boot gave no figure for '{o.name}' (payload too old?)",

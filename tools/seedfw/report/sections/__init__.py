@@ -13,6 +13,7 @@ SECTIONS = Registry("report section", {
     "compression": "seedfw.report.sections.compression:Compression",
     "deltas": "seedfw.report.sections.deltas:Deltas",
     "bandwidth": "seedfw.report.sections.bandwidth:Bandwidth",
+    "models": "seedfw.report.sections.models:Models",
     "os": "seedfw.report.sections.os_build:Os",
     "cache": "seedfw.report.sections.cache:Cache",
 })

@@ -1,22 +1,20 @@
-"""Synthetic model blobs for tests and the board manifests.
+"""Synthetic model blobs: TEST FIXTURES ONLY (the board manifests embed real compiled models,
+seedfw.rknn; docs/models.md).
 
-Real .rknn files (from RKNN-Toolkit2) are not available here. These files have the RKNN framing
-(see models.py) with deterministic filler "weights", so every check of the pipeline (framing,
-sha256, alignment, compression, boot-time verification) runs on the real format; they are not
-models an NPU could run, and their JSON says `"synthetic": true`.
-
-    python -m seedfw.models_synth board/rk3588/models    # regenerate the committed blobs
+These files have the RKNN framing (see models.py) with deterministic filler "weights", so the
+framing checks, the synthetic flag and the manifest rules can be tested without the compiler;
+they are not models an NPU could run, and their JSON says `"synthetic": true`.
+`write_fixture(dir)` writes the former rk3588 set and a manifest listing it.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-import sys
 from pathlib import Path
 
-from .models import RKNN_ENCRYPTED, SYNTH_GENERATOR, SYNTH_ONNX_PRODUCER, rknn_header_size
-from .util import write_bytes
+from seedfw.models import RKNN_ENCRYPTED, SYNTH_GENERATOR, SYNTH_ONNX_PRODUCER, rknn_header_size
+from seedfw.util import write_bytes
 
 
 def filler(size: int, seed: int) -> bytes:
@@ -75,7 +73,15 @@ def write_board_set(board: str, outdir: Path) -> list[Path]:
     return [write_bytes(outdir / name, make()) for name, make in BOARD_SETS[board].items()]
 
 
-if __name__ == "__main__":  # pragma: no cover - maintenance helper
-    target = Path(sys.argv[1])
-    for p in write_board_set(target.parent.name, target):
-        print(p, p.stat().st_size)
+FIXTURE_MANIFEST = """models:
+  - {name: yolov8s, path: models/yolov8s.rknn, type: rknn, alignment: 4096, compression: none}
+  - {name: mobilenet_v2, path: models/mobilenet.rknn, type: rknn, alignment: 4096}
+  - {name: face_detect, path: models/face.onnx, type: onnx, alignment: 64}
+  - {name: labels, path: models/labels.raw, type: raw, alignment: 64}
+"""
+
+
+def write_fixture(directory: Path) -> Path:
+    """The synthetic set (3 filler blobs + a label file) and its models.yaml; returns the manifest."""
+    write_board_set("rk3588", Path(directory) / "models")
+    return write_bytes(Path(directory) / "models.yaml", FIXTURE_MANIFEST.encode())
