@@ -18,7 +18,6 @@ blob travelling into a FIT or package is flagged there too, without a list of na
 
 from __future__ import annotations
 
-import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,11 +122,15 @@ def check_rknn(data: bytes, source) -> RknnInfo:
     if end != len(data):
         raise SeedfwError(f"JSON length {json_size} disagrees with the file length {len(data)} "
                           f"(the JSON would end at {end})", source, f"offset 0x{json_at:x}")
+    from .images.reading import loads_json      # size and depth limits (hostile input)
     try:
-        meta = json.loads(data[json_at + 8:end])
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SeedfwError(f"trailing model JSON does not parse: {exc}", source,
+        meta = loads_json(bytes(data[json_at + 8:end]), source, f"offset 0x{json_at + 8:x}")
+    except SeedfwError as exc:
+        raise SeedfwError(f"trailing model JSON does not parse: {exc.message}", source,
                           f"offset 0x{json_at + 8:x}") from None
+    if not isinstance(meta, dict):
+        raise SeedfwError(f"trailing model JSON is a {type(meta).__name__}, not an object",
+                          source, f"offset 0x{json_at + 8:x}")
     return RknnInfo(version, header, data_size, json_size, False, meta)
 
 
@@ -210,9 +213,30 @@ def resolve_manifest(board, config_values: dict) -> Path | None:
     return (ROOT / rel) if not Path(rel).is_absolute() else Path(rel)
 
 
+def confined(folder: Path, rel: str, source, field, allow_outside: bool = False) -> Path:
+    """`rel` (a path written in a manifest) resolved inside `folder`: no absolute path, no
+    `..`, no symlink leading out of the folder — whatever a manifest names would be read,
+    hashed and embedded in a firmware image. `allow_outside` (invoke models --allow-outside,
+    or SEEDFW_ALLOW_OUTSIDE_PATHS=1 for builds) lifts the symlink rule only."""
+    import os
+    if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts or "\0" in rel:
+        raise SeedfwError(f"path '{rel}' must be relative to {folder.name}/ without '..'",
+                          source, field)
+    target = folder / rel
+    allow_outside = allow_outside or os.environ.get("SEEDFW_ALLOW_OUTSIDE_PATHS") == "1"
+    if not allow_outside:
+        real, base = target.resolve(), folder.resolve()
+        if real != base and base not in real.parents:
+            raise SeedfwError(f"path '{rel}' leads out of {folder.name}/ (through a symlink, to "
+                              f"{real}); set SEEDFW_ALLOW_OUTSIDE_PATHS=1 to allow it",
+                              source, field)
+    return target
+
+
 def load_manifest(path: str | Path, *, partition_size: int | None = None,
-                  compress_default: bool = False) -> list[Model]:
-    """Read, check and hash every model of a manifest. Paths are relative to the manifest."""
+                  compress_default: bool = False, allow_outside: bool = False) -> list[Model]:
+    """Read, check and hash every model of a manifest. Paths are relative to the manifest and
+    stay inside its folder (`confined`)."""
     path = Path(path)
     data, lines = yamlfile.load_mapping(path, SCHEMA, "a mapping with 'models'")
     models: list[Model] = []
@@ -226,11 +250,12 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
         if alignment & (alignment - 1):
             raise SeedfwError(f"model '{name}': alignment {alignment} is not a power of two", path,
                               line)
-        blob_path = (path.parent / raw["path"])
+        blob_path = confined(path.parent, raw["path"], path, line, allow_outside)
+        from .images import reading
         try:
-            blob = blob_path.read_bytes()
-        except OSError as exc:
-            raise SeedfwError(f"model '{name}': cannot read {raw['path']}: {exc.strerror}", path,
+            blob = reading.read_bytes(blob_path, "image")
+        except SeedfwError as exc:
+            raise SeedfwError(f"model '{name}': cannot read {raw['path']}: {exc.message}", path,
                               line) from None
         rknn = None
         if raw["type"] == "rknn":

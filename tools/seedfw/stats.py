@@ -117,6 +117,13 @@ class _ElfFile:
 
     def __init__(self, path: Path):
         self.path = path
+        import stat as stat_mod
+        try:            # a FIFO would block open/read, a device has no end: regular files only
+            mode = os.stat(path).st_mode
+            if not stat_mod.S_ISREG(mode) and not stat_mod.S_ISDIR(mode):
+                raise SeedfwError("is not a regular file: refused", path)
+        except OSError:
+            pass        # reported by open() below, with its own message
         try:
             self.f = open(path, "rb")
         except FileNotFoundError:

@@ -21,13 +21,10 @@ class Located(dict):
 def load(path: str | Path):
     """Load a YAML file; returns (data, lines) where lines maps path tuples to line numbers."""
     path = Path(path)
+    from .images import reading
+    text = reading.read_text(path, "yaml")        # regular file, size cap, UTF-8
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise SeedfwError("file not found", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SeedfwError(f"cannot read: {exc}", path) from None
-    try:
+        _refuse_aliases(text, path)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -40,9 +37,31 @@ def load(path: str | Path):
     constructor = yaml.SafeLoader(text)
     try:
         data = _build(node, (), lines, constructor)
+    except _KeyError as exc:
+        raise SeedfwError(exc.message, path, f"line {exc.line}") from None
     except yaml.YAMLError as exc:
         raise SeedfwError(f"YAML error: {exc}", path) from None
     return data, lines
+
+
+def _refuse_aliases(text: str, path) -> None:
+    """One pass over the events before anything is built: anchors and aliases are refused
+    (aliases are how "billion laughs" and recursive documents are made, and none of our files
+    needs them), and so is a document of more than CAPS yaml_nodes nodes."""
+    from .images.reading import CAPS
+    for n, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader)):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise SeedfwError("YAML anchors and aliases (&, *) are not accepted", path,
+                              f"line {event.start_mark.line + 1}")
+        if n > CAPS["yaml_nodes"]:
+            raise SeedfwError(f"YAML document of more than {CAPS['yaml_nodes']} nodes", path,
+                              f"line {event.start_mark.line + 1}")
+
+
+class _KeyError(Exception):
+    def __init__(self, message, line):
+        super().__init__(message)
+        self.message, self.line = message, line
 
 
 def _build(node, where, lines, constructor):
@@ -50,7 +69,16 @@ def _build(node, where, lines, constructor):
     if isinstance(node, yaml.MappingNode):
         out = {}
         for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _KeyError("a mapping key must be a plain value, not a list or mapping",
+                                line)
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise _KeyError("YAML merge keys (<<) are not accepted", line)
             key = constructor.construct_object(key_node, deep=True)
+            if key in out:
+                raise _KeyError(f"duplicate key '{key}' (first at line "
+                                f"{lines[where + (key,)]})", line)
             lines[where + (key,)] = key_node.start_mark.line + 1
             out[key] = _build(value_node, where + (key,), lines, constructor)
             lines[where + (key,)] = key_node.start_mark.line + 1

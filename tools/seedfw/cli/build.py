@@ -10,6 +10,7 @@ from . import command
 from .config import default_board
 from .. import boards
 from ..errors import SeedfwError
+from .. import paths
 from ..paths import ROOT, output_dir
 
 __all__ = ["build", "run", "clean", "distclean"]
@@ -137,9 +138,12 @@ def _check_output_dir(outdir: Path) -> bool:
         return False
     if not outdir.is_dir():
         raise SeedfwError("not a directory", outdir, "--output")
-    if any(outdir.iterdir()) and not any((outdir / m).exists() for m in _OUTPUT_MARKS):
-        raise SeedfwError(f"not a seedfw output directory (none of {', '.join(_OUTPUT_MARKS)}); "
-                          "not touching it", outdir, "--output")
+    if outdir.is_symlink():
+        raise SeedfwError("is a symlink; not touching it", outdir, "--output")
+    if not paths.is_output_dir(outdir):
+        raise SeedfwError(f"not a seedfw output directory (no {paths.OUTPUT_MARKER}, which "
+                          "seedfw writes when it creates one); not touching it", outdir,
+                          "--output")
     return True
 
 

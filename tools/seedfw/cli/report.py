@@ -84,6 +84,9 @@ def _targets(target: str, output):
 def stats(c, target, output=None, top=10, json=False, diff=None):
     """ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
     from .. import stats as elfstats, stats_diff, util
+    if not str(top).isdigit() or not 1 <= int(top) <= 100000:
+        raise SeedfwError(f"'{top}' is not a whole number of symbols from 1 to 100000",
+                          field="--top")
     top = int(top)
     files, outdir = _targets(target, output)
     results = [elfstats.read_elf(f, top) for f in files]
