@@ -252,6 +252,9 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                               line)
         blob_path = confined(path.parent, raw["path"], path, line, allow_outside)
         from .images import reading
+        if not blob_path.exists():
+            raise SeedfwError(f"model '{name}': cannot read {raw['path']}: No such file or "
+                              f"directory", path, line)
         try:
             blob = reading.read_bytes(blob_path, "image")
         except SeedfwError as exc:

@@ -45,17 +45,34 @@ def load(path: str | Path):
 
 
 def _refuse_aliases(text: str, path) -> None:
-    """One pass over the events before anything is built: anchors and aliases are refused
-    (aliases are how "billion laughs" and recursive documents are made, and none of our files
-    needs them), and so is a document of more than CAPS yaml_nodes nodes."""
+    """One pass over the events before anything is composed: a document of more than CAPS
+    yaml_nodes events is refused. Aliases are allowed (board/rk3588/dvfs.yaml shares one OPP
+    list) but bounded where they are expanded (_Budget): "billion laughs" and recursive
+    aliases are one error line."""
     from .images.reading import CAPS
     for n, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader)):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise SeedfwError("YAML anchors and aliases (&, *) are not accepted", path,
-                              f"line {event.start_mark.line + 1}")
         if n > CAPS["yaml_nodes"]:
             raise SeedfwError(f"YAML document of more than {CAPS['yaml_nodes']} nodes", path,
                               f"line {event.start_mark.line + 1}")
+
+
+class _Budget:
+    """Nodes built so far (an alias counts its whole expansion) and the nodes being built
+    (an alias back into one of them is a recursive document)."""
+
+    def __init__(self):
+        from .images.reading import CAPS
+        self.left = CAPS["yaml_nodes"]
+        self.open: set[int] = set()
+
+    def enter(self, node) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise _KeyError("aliases expand to more than the node limit (a \"billion laughs\" "
+                            "document?): refused", node.start_mark.line + 1)
+        if id(node) in self.open:
+            raise _KeyError("recursive alias (a node that contains itself): refused",
+                            node.start_mark.line + 1)
 
 
 class _KeyError(Exception):
@@ -64,8 +81,18 @@ class _KeyError(Exception):
         self.message, self.line = message, line
 
 
-def _build(node, where, lines, constructor):
+def _build(node, where, lines, constructor, budget=None):
+    budget = budget or _Budget()
+    budget.enter(node)
     lines[where] = node.start_mark.line + 1
+    budget.open.add(id(node))
+    try:
+        return _build_node(node, where, lines, constructor, budget)
+    finally:
+        budget.open.discard(id(node))
+
+
+def _build_node(node, where, lines, constructor, budget):
     if isinstance(node, yaml.MappingNode):
         out = {}
         for key_node, value_node in node.value:
@@ -80,11 +107,11 @@ def _build(node, where, lines, constructor):
                 raise _KeyError(f"duplicate key '{key}' (first at line "
                                 f"{lines[where + (key,)]})", line)
             lines[where + (key,)] = key_node.start_mark.line + 1
-            out[key] = _build(value_node, where + (key,), lines, constructor)
+            out[key] = _build(value_node, where + (key,), lines, constructor, budget)
             lines[where + (key,)] = key_node.start_mark.line + 1
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_build(child, where + (i,), lines, constructor)
+        return [_build(child, where + (i,), lines, constructor, budget)
                 for i, child in enumerate(node.value)]
     return constructor.construct_object(node, deep=True)
 
