@@ -137,7 +137,12 @@ def validate(data, schema: dict, path: str | Path, lines: dict) -> None:
     """Validate against a JSON schema; the first error becomes a SeedfwError with file:line."""
     import jsonschema  # ~50 ms to import: only when a file is actually validated
 
-    validator = jsonschema.Draft202012Validator(schema)
+    # JSON Schema's "integer" accepts 1e9 written as a float (1000000000.0); ours are Python
+    # ints only, or a float `hz` reaches struct.pack as a float (a traceback under --output).
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _c, x: isinstance(x, int) and not isinstance(x, bool))
+    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    validator = cls(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return

@@ -77,11 +77,13 @@ def boards_(c, json=False, check=None):
     """List the boards: name, SoC, architecture and a one-line description."""
     if check:
         b = boards.load_file(check)
-        print(f"{check}: ok ({b.name}, {b.soc}, {b.arch})")
+        from ..images.reading import plain
+        print(plain(f"{check}: ok ({b.name}, {b.soc}, {b.arch})"))
         return
     items = [boards.get(n).summary() for n in boards.names()]
     if json:
         print(jsonlib.dumps(items, indent=2))
         return
+    from ..images.reading import plain      # a description with ESC must not reach the tty raw
     for b in items:
-        print(f"{b['name']:<14} {b['soc']:<12} {b['arch']:<8} {b['description']}")
+        print(plain(f"{b['name']:<14} {b['soc']:<12} {b['arch']:<8} {b['description']}"))
