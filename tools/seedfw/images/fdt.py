@@ -100,8 +100,10 @@ def parse(blob, source="fdt") -> Node:
             node = Node(name)
             pos = (stop + 4) & ~3
             nodes += 1
-            if nodes > CAPS["fdt_nodes"] or len(stack) >= CAPS["fdt_depth"]:
-                bad(f"more than {CAPS['fdt_nodes']} nodes or deeper than {CAPS['fdt_depth']}")
+            if nodes > CAPS["fdt_nodes"]:
+                bad(f"more than {CAPS['fdt_nodes']} nodes: refused")
+            if len(stack) >= CAPS["fdt_depth"]:
+                bad(f"nodes nested deeper than {CAPS['fdt_depth']}: refused")
             if stack:
                 if name in stack[-1].children:
                     bad(f"node '{node_path(name)}' appears twice (U-Boot and fdtget read the "

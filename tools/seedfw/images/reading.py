@@ -120,11 +120,11 @@ def read_bytes(path, kind: str) -> bytes:
     fd, size = _open_regular(path, kind)
     try:
         with os.fdopen(fd, "rb", closefd=True) as f:
-            data = f.read(SIZE_CAPS[kind] + 1)
+            data = f.read(size + 1)          # what fstat saw, +1 to notice growth
     except OSError as exc:
         raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
-    if len(data) > SIZE_CAPS[kind]:      # grew since fstat
-        raise SeedfwError(f"over the {SIZE_CAPS[kind] >> 20} MiB limit for {kind} inputs", path)
+    if len(data) > size:                 # grew since fstat
+        raise SeedfwError("changed while it was read", path)
     return data
 
 
