@@ -158,7 +158,7 @@ def _model_details(model_type: str, stored, lz4: bool, expected_size: int,
             if info.original_size != expected_size:
                 raise SeedfwError(f"expands to {info.original_size} bytes, the entry says "
                                   f"{expected_size}")
-            budget.spend(info.original_size, "lz4")
+            budget.expand(info.original_size, "lz4")
             expanded = container.read_container(data.memory())
         except SeedfwError as exc:
             return [f"lz4 BAD: {exc.message}"], False, None

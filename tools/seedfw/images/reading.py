@@ -53,6 +53,7 @@ CAPS = {
     "gpt_entries": 128,           # GPT partition entries read (UEFI's default array size)
     "lz4_output": 128 * MIB,      # bytes one LZ4 container may expand to
     "lz4_blocks": 65536,          # blocks in one container
+    "lz4_total": 512 * MIB,       # bytes all LZ4 containers of one file may expand to
     "dvfs_domains": 64,           # DVFS domains in one table
     "dvfs_opps": 256,             # OPPs in one domain
     "dvfs_hints": 4096,           # hint records in one table
@@ -236,6 +237,13 @@ class HashBudget:
     def __init__(self, file_size: int, source=None):
         self.left = CAPS["hashed_factor"] * file_size + MIB
         self.source = source
+
+    def expand(self, n: int, field: str) -> None:
+        """Decompressed bytes: counted apart (models compress well), capped per file."""
+        self.expanded = getattr(self, "expanded", 0) + n
+        if self.expanded > CAPS["lz4_total"]:
+            raise SeedfwError(f"the LZ4 containers of this file expand to more than "
+                              f"{CAPS['lz4_total']} bytes: refused", self.source, field)
 
     def spend(self, n: int, field: str) -> None:
         self.left -= n
