@@ -127,9 +127,9 @@ def run(c, board=None, output=None, timeout=30.0, until=None):
               f"UART log: {result.log}")
 
 
-# What only a seedfw output directory holds: clean/distclean refuse any other directory, so that
-# `--output .` or a mistyped path never removes someone's `build/` folder or home directory.
-_OUTPUT_MARKS = (".config", "config.json", "stamps", "manifest.json")
+# Only a directory carrying seedfw's marker (paths.OUTPUT_MARKER, written when seedfw creates
+# an output directory) is cleaned: `--output .`, a mistyped path, a directory that merely has a
+# `.config` or a Buildroot-like tree never loses its `build/` folder or anything else.
 
 
 def _check_output_dir(outdir: Path) -> bool:
