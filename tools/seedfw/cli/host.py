@@ -19,6 +19,8 @@ def setup(c, no_update=False):
     run the doctor."""
     installed = host.setup(update=not no_update)
     print(f"installed: {' '.join(installed)}" if installed else "host packages: all present")
+    py = host.setup_python()
+    print(f"installed Python packages: {' '.join(py)}" if py else "Python extras: all present")
     _doctor(quiet=True)
 
 
@@ -41,6 +43,8 @@ def _doctor(quiet: bool, configs=None) -> None:
         configs or sorted((ROOT / "output").glob("*/.config"))))
     for line in notes:
         print(line)
+    for module, req, why in host.missing_python():
+        print(f"missing Python package {module} ({why}): pip install '{req}' or 'invoke setup'")
     if errors:
         raise SeedfwError(errors[0])
     if missing:
