@@ -504,3 +504,16 @@ def test_fuzz_crashes_stay_fixed(crash):
         pyfuzz.reader(target)((CRASHES / crash).read_bytes())
     except SeedfwError:
         pass
+
+
+def case_verdict_fit_data_and_position(tmp, sm):
+    """`data` (benign, hash matches) plus data-position (what U-Boot would load)."""
+    f = tmp / "both.itb"
+    name, props, children = image_node("fw", b"benign")
+    f.write_bytes(fit([(name, props + [("data-position", u32(0)), ("data-size", u32(4))],
+                        children)]))
+    return (["inspect", f], 1, f"error: {f}: /images/fw: image 'fw' has both embedded data and "
+            "data-position (U-Boot would load the external bytes): refused", None)
+
+
+CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}

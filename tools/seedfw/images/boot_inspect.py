@@ -58,6 +58,10 @@ def inspect(path: Path, blob, report_cls, row_cls, fit_reader, keys=None, budget
     if gpt.is_gpt(view):
         report = report_cls(path, "gpt disk image")
         _disk_rows(report, row_cls, path, view, fit_reader, keys)
+        if keys is not None:
+            report.notes.append("--key: the firmware partition's FIT signatures were checked; "
+                                "U-Boot's own u-boot.itb (boot@32K) is not signed by seedfw, so "
+                                "it has hashes only")
     else:
         report = report_cls(path, "rockchip boot image")
         base = 0 if view.peek(0, 4) == idblock.MAGIC else idblock.SPI_IDBLOCK_OFFSET

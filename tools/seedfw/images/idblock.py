@@ -130,6 +130,10 @@ def fit_images(blob, source=None) -> tuple[fdt.Node, dict[str, bytes]]:
                           f"{CAPS['fit_images']}", source, "/images")
     out = {}
     for name, node in images.children.items():
+        if "data" in node.props and ("data-position" in node.props or
+                                     "data-offset" in node.props):
+            raise SeedfwError(f"FIT image '{name}' has both embedded and external data (U-Boot "
+                              f"would load the external bytes): refused", source)
         if "data" in node.props:
             out[name] = node.props["data"]
             continue

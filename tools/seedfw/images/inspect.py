@@ -219,6 +219,12 @@ def _fit_data(node: fdt.Node, view, fdt_size: int, path, budget):
     """The image's bytes as a View: embedded `data`, or external (data-position, or
     data-offset after the 4-aligned end of the FDT, as mkimage -E writes)."""
     field = f"/images/{node.name}"
+    external = [p for p in ("data-position", "data-offset") if p in node.props]
+    if "data" in node.props and external:
+        # U-Boot takes the external data (fit_image_get_data_and_size), we would hash `data`:
+        # the two readings must not differ, so such a node is refused.
+        raise SeedfwError(f"image '{node.name}' has both embedded data and {external[0]} "
+                          f"(U-Boot would load the external bytes): refused", path, field)
     if "data" in node.props:
         data = reading.View.of(node.props["data"], path)
     else:
