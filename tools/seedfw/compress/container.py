@@ -143,6 +143,9 @@ def parse_container(blob: bytes, source: str = "<container>",
     if h["original_size"] > CAPS["lz4_output"]:
         _fail(source, off["original_size"], "original_size",
               f"expands to {h['original_size']} bytes, over the limit of {CAPS['lz4_output']}")
+    if h["block_count"] > CAPS["lz4_blocks"]:
+        _fail(source, off["block_count"], "block_count",
+              f"{h['block_count']} blocks, over the limit of {CAPS['lz4_blocks']}")
     want = -(-h["original_size"] // bs)
     if h["block_count"] != want:
         _fail(source, off["block_count"], "block_count",
