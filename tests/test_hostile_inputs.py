@@ -517,3 +517,11 @@ def case_verdict_fit_data_and_position(tmp, sm):
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
+
+
+def test_docs_table_every_cap():
+    """docs/hostile-input.md states every cap reading.py enforces (one table, kept honest)."""
+    from seedfw.images import reading
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "hostile-input.md").read_text()
+    for name in [*reading.CAPS, *reading.SIZE_CAPS]:
+        assert f"`{name}`" in doc, name
