@@ -413,8 +413,16 @@ def load_stats(path: str | os.PathLike, top: int = 10) -> list[dict]:
     if head == b"\x7fELF":
         return [read_elf(path, top)]
     if head[:1] in (b"{", b" ", b"\n"):
+        from .images import reading
+        reading.refuse_special(path)
+        if path.stat().st_size > reading.SIZE_CAPS["json"]:
+            raise SeedfwError(f"over the {reading.SIZE_CAPS['json'] >> 20} MiB limit for JSON "
+                              "inputs", path)
         try:
-            doc = json.loads(path.read_text())
+            text = path.read_text()
+            if text.count("[") + text.count("{") > reading.CAPS["json_depth"]:
+                reading.check_depth(text, path, None)   # before json.loads can recurse
+            doc = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SeedfwError(f"not valid JSON: {exc.msg} (column {exc.colno})", path,
                               f"line {exc.lineno}") from None

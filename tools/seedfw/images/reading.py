@@ -277,13 +277,13 @@ def loads_json(text: str | bytes, source=None, field: str | None = None, max_byt
                           source, field)
     if isinstance(text, bytes):
         text = strict_utf8(text, source, field or "JSON")
-    _check_depth(text, source, field)
+    check_depth(text, source, field)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise SeedfwError(f"not valid JSON: {exc.msg}", source,
                           field or f"line {exc.lineno}") from None
-    except RecursionError:          # _check_depth makes this unreachable; kept as a backstop
+    except RecursionError:          # check_depth makes this unreachable; kept as a backstop
         raise SeedfwError("JSON nested too deeply", source, field) from None
 
 
@@ -291,7 +291,7 @@ _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-def _check_depth(text: str, source, field) -> None:
+def check_depth(text: str, source, field) -> None:
     """Bracket depth outside strings; over CAPS json_depth is refused (before json.loads,
     whose recursion a deep document would exhaust)."""
     limit = CAPS["json_depth"]
