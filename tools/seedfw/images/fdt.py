@@ -146,6 +146,10 @@ def parse(blob, source="fdt") -> Node:
         elif token == NOP:
             continue
         elif token == END:
+            # dtc and libfdt write the block to end exactly here; bytes counted in
+            # size_dt_struct after FDT_END would be read by nobody — refused, not ignored.
+            if pos != end:
+                bad(f"{end - pos} bytes of the structure block follow FDT_END")
             break
         else:
             bad(f"unknown token {token}")
