@@ -7,7 +7,7 @@ and a time and memory bound.
 
 Classes (the issue's): verdict (no wrong "ok"), traceback (one line instead), unbounded (time
 and memory), path (confinement), terminal (no raw control characters), silent (refused, not
-accepted). Crash inputs the fuzz campaigns found (tests/hostile/crashes/) are replayed too.
+accepted). Crash inputs the fuzz campaigns found (tests/hostile_crashes/) are replayed too.
 """
 
 from __future__ import annotations
@@ -487,13 +487,13 @@ def test_hostile(name, samples, tmp_path):
             run.stdout + run.stderr
 
 
-CRASHES = Path(__file__).resolve().parent / "hostile" / "crashes"
+CRASHES = Path(__file__).resolve().parent / "hostile_crashes"
 
 
 @pytest.mark.parametrize("crash", sorted(str(p.relative_to(CRASHES)) for p in
                                          CRASHES.glob("*/*") if p.is_file()) or ["none"])
 def test_fuzz_crashes_stay_fixed(crash):
-    """Every input a campaign crashed on (tests/hostile/crashes/<target>/) now gives at most a
+    """Every input a campaign crashed on (tests/hostile_crashes/<target>/) now gives at most a
     SeedfwError from its reader."""
     if crash == "none":
         pytest.skip("no crash inputs kept")

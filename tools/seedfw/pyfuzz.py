@@ -4,7 +4,7 @@ the Python half of `invoke fuzz` (seedfw.fuzz runs the C parsers).
 The contract under test (docs/hostile-input.md): for ANY input bytes a reader returns or raises
 SeedfwError — nothing else. Every other exception is a crash: atheris stops, writes the input to
 output/pyfuzz/<target>/crashes/, and the campaign reports it. Each crash found is kept in
-tests/hostile/crashes/<target>/ (tests/test_hostile_inputs.py replays them all).
+tests/hostile_crashes/<target>/ (tests/test_hostile_inputs.py replays them all).
 
 Targets (one reader each; seeds are seedfw.images.samples' real images and the boards' files):
 
@@ -46,7 +46,7 @@ TARGETS = ("py-inspect", "py-fdt", "py-package", "py-gpt", "py-idblock", "py-lz4
 MAX_LEN = {"py-inspect": 16384, "py-fdt": 8192, "py-pubkey": 8192, "py-package": 4096,
            "py-gpt": 20480, "py-idblock": 8192, "py-lz4": 4096, "py-dvfs": 4096,
            "py-rknn": 1024, "py-yaml": 512, "py-json": 2048}
-CRASHES_KEPT = ROOT / "tests" / "hostile" / "crashes"
+CRASHES_KEPT = ROOT / "tests" / "hostile_crashes"
 
 
 def reader(target: str):
@@ -159,7 +159,7 @@ def workdir(target: str) -> Path:
 def run_campaign(target: str, runs: int = 1_000_000, seconds: int = 0,
                  root: Path | None = None) -> PyFuzzResult:
     """One campaign in a child process (atheris exits on the first crash); returns the
-    counters. Crash inputs are copied to tests/hostile/crashes/<target>/."""
+    counters. Crash inputs are copied to tests/hostile_crashes/<target>/."""
     reader(target)                               # unknown target: one error line, now
     wd = Path(root or workdir(target))
     corpus, crashes = wd / "corpus", wd / "crashes"

@@ -47,7 +47,7 @@ def fuzz(c, target=None, seconds=10, jobs=1, corpus=None, list_=False, max_len=0
         print(f"{r.target}: {r.executions} executions in {r.seconds:.1f} s, {len(r.crashes)} "
               f"crashes (log: {os.path.relpath(r.log)})")
         if r.crashes:
-            raise SeedfwError(f"fuzzer found a crash, kept in tests/hostile/crashes/{target}/",
+            raise SeedfwError(f"fuzzer found a crash, kept in tests/hostile_crashes/{target}/",
                               os.path.relpath(r.crashes[0]), "crash artifact")
         if r.executions == 0:
             raise SeedfwError("atheris ran no inputs", r.log)
