@@ -525,3 +525,15 @@ def test_docs_table_every_cap():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "hostile-input.md").read_text()
     for name in [*reading.CAPS, *reading.SIZE_CAPS]:
         assert f"`{name}`" in doc, name
+
+
+def test_fuzz_campaign_finds_a_planted_bug(tmp_path):
+    """Negative control of the Python campaigns: a reader with a planted IndexError behind a
+    3-byte prefix is found (crash file written, exit before the run limit) — so 0 crashes in
+    the real campaigns means something."""
+    from seedfw import pyfuzz
+    r = pyfuzz.run_campaign("py-planted", runs=2_000_000, root=tmp_path)
+    assert r.crashes, r.log.read_text()[-2000:]
+    assert r.crashes[0].read_bytes()[:3] == b"SFW"
+    assert r.executions < 2_000_000
+    assert "IndexError" in r.log.read_text()

@@ -45,7 +45,7 @@ TARGETS = ("py-inspect", "py-fdt", "py-package", "py-gpt", "py-idblock", "py-lz4
 # executions per second up, which is what reaching 1 M runs per reader on 2 cores needs.
 MAX_LEN = {"py-inspect": 16384, "py-fdt": 8192, "py-pubkey": 8192, "py-package": 4096,
            "py-gpt": 20480, "py-idblock": 8192, "py-lz4": 4096, "py-dvfs": 4096,
-           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048}
+           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64}
 CRASHES_KEPT = ROOT / "tests" / "hostile_crashes"
 
 
@@ -82,6 +82,14 @@ def reader(target: str):
     if target == "py-pubkey":
         from .images import fit_sig
         return lambda d: fit_sig.load_keys(d, "fuzz")
+    if target == "py-planted":
+        # The negative control (tests/test_hostile_inputs.py): a reader with a planted bug —
+        # an IndexError behind a 3-byte prefix — that a working campaign must find.
+        def planted(data: bytes):
+            if data[:1] == b"S" and data[1:2] == b"F" and data[2:3] == b"W":
+                return [][len(data)]
+            return reading.loads_json(data, "fuzz")
+        return planted
     if target == "py-yaml":
         from . import yamlfile
         scratch = Path(tempfile.mkdtemp(prefix="seedfw-pyfuzz-")) / "in.yaml"
@@ -112,6 +120,7 @@ def seeds(target: str, out: Path) -> Path:
             "py-rknn": [_rknn_seed()],
             "py-yaml": [p.read_bytes() for p in sorted(BOARD_DIR.glob("*/*.yaml"))],
             "py-json": [b'{"a": [1, 2.5, "x", {"b": null}], "c": true}'],
+            "py-planted": [b"[1]"],
         }[target]
         limit = MAX_LEN[target]
         for i, data in enumerate(by_target):
@@ -132,6 +141,8 @@ def harness(target: str, argv: list[str]) -> None:
 
     with atheris.instrument_imports(include=["seedfw"]):
         fn = reader(target)
+    if target == "py-planted":      # defined here, in __main__, so instrumented explicitly
+        fn = atheris.instrument_func(fn)
 
     def one(data: bytes):
         try:
@@ -183,7 +194,7 @@ def run_campaign(target: str, runs: int = 1_000_000, seconds: int = 0,
     done = re.findall(r"Done (\d+) runs", text)
     execs = int(done[-1]) if done else max([int(n) for n in re.findall(r"#(\d+)\s", text)] or [0])
     found = sorted(set(crashes.iterdir()) - before)
-    if found:
+    if found and target != "py-planted":
         keep = CRASHES_KEPT / target
         keep.mkdir(parents=True, exist_ok=True)
         for p in found:
