@@ -32,15 +32,6 @@ def samples(tmp_path_factory):
     from seedfw.images import samples as samples_mod
     return samples_mod.make_all(tmp_path_factory.mktemp("samples"))
 
-
-def _mutate(src: Path, dst: Path, edits) -> Path:
-    blob = bytearray(src.read_bytes())
-    for at, value in edits:
-        blob[at:at + len(value)] = value
-    dst.write_bytes(bytes(blob))
-    return dst
-
-
 def _gpt_fix_crcs(blob: bytearray) -> None:
     """Recompute the primary GPT's array and header CRCs (what an attacker does)."""
     count, esize = struct.unpack_from("<II", blob, 512 + 80)
@@ -50,16 +41,33 @@ def _gpt_fix_crcs(blob: bytearray) -> None:
     struct.pack_into("<I", blob, 512 + 16, 0)
     struct.pack_into("<I", blob, 512 + 16, zlib.crc32(blob[512:512 + 92]))
 
-
 def _firmware_offset(disk: Path) -> int:
     from seedfw.images import gpt
     return gpt.parse(disk.read_bytes()).partition("firmware").offset
-
 
 def _pkg_with(entries_data):
     from seedfw.images import package
     from seedfw.images.entries import Entry
     return package.encode([Entry(n, d) for n, d in entries_data])
+
+def _rknn(meta_json: bytes) -> bytes:
+    head = struct.pack("<8sQQ", b"RKNN\0\0\0\0", 6, 0).ljust(64, b"\0")
+    return head + struct.pack("<Q", len(meta_json)) + meta_json
+
+def _manifest(tmp, blob_name, blob, kind="rknn", path=None) -> Path:
+    (tmp / blob_name).write_bytes(blob)
+    m = tmp / "models.yaml"
+    m.write_text(f"models:\n  - {{name: m, path: {path or blob_name}, type: {kind}}}\n")
+    return m
+
+def _board_copy(tmp, old, new):
+    from seedfw.paths import BOARD_DIR
+    b = tmp / "rk3588" / "board.yaml"
+    b.parent.mkdir()
+    text = (BOARD_DIR / "rk3588" / "board.yaml").read_text()
+    assert old in text
+    b.write_text(text.replace(old, new, 1))
+    return b
 
 
 # Each builder: (tmp, samples) -> (args, expected returncode, expected error line or None,
@@ -163,18 +171,6 @@ def case_traceback_disk_530_bytes(tmp, sm):
             "the end (530 bytes)", None)
 
 
-def _rknn(meta_json: bytes) -> bytes:
-    head = struct.pack("<8sQQ", b"RKNN\0\0\0\0", 6, 0).ljust(64, b"\0")
-    return head + struct.pack("<Q", len(meta_json)) + meta_json
-
-
-def _manifest(tmp, blob_name, blob, kind="rknn", path=None) -> Path:
-    (tmp / blob_name).write_bytes(blob)
-    m = tmp / "models.yaml"
-    m.write_text(f"models:\n  - {{name: m, path: {path or blob_name}, type: {kind}}}\n")
-    return m
-
-
 def case_traceback_rknn_json_list(tmp, sm):
     m = _manifest(tmp, "m.rknn", _rknn(b"[1, 2]"))
     return (["models", "--manifest", m], 1, f"error: {tmp}/m.rknn: offset 0x48: trailing model "
@@ -273,8 +269,8 @@ def case_unbounded_fit_overlapping_span(tmp, sm):
                 for i in range(200)])
     f = tmp / "span.itb"
     f.write_bytes(head.ljust(1 << 16, b"\0") + span)
-    return (["inspect", f], 1, f"error: {f}: /images/i1/hash-1: the ranges this file declares "
-            "add up to more than 2x its size (overlapping data): refused", None)
+    return (["inspect", f], 1, f"error: {f}: /images/i5/hash-1: the ranges this file declares "
+            "add up to more than 4x its size (overlapping data): refused", None)
 
 
 def case_unbounded_dvfs_domains(tmp, sm):
@@ -411,21 +407,16 @@ def case_silent_kconfig_nul(tmp, sm):
             f"error: {frag}:1: string value contains control character 0x00", None)
 
 
-def _board_copy(tmp, old, new):
-    from seedfw.paths import BOARD_DIR
-    b = tmp / "rk3588" / "board.yaml"
-    b.parent.mkdir()
-    text = (BOARD_DIR / "rk3588" / "board.yaml").read_text()
-    assert old in text
-    b.write_text(text.replace(old, new, 1))
-    return b
+def case_silent_duplicate_region(tmp, sm):
+    b = _board_copy(tmp, "name: pmu-sram", "name: dvfs")
+    return (["boards", "--check", b], 1, f"error: {b}:13: memory region 'dvfs' is defined twice",
+            None)
 
 
 def case_silent_overlapping_regions(tmp, sm):
-    b = _board_copy(tmp, "name: pmu-sram", "name: dvfs")
-    line = next(i for i, l in enumerate(b.read_text().splitlines(), 1) if "name: dvfs" in l)
-    return ["boards", "--check", b], 1, None, \
-        lambda err: "memory region 'dvfs' is defined twice" in err
+    b = _board_copy(tmp, "{name: dvfs, base: 0x1f000000", "{name: dvfs, base: 0x0003f000")
+    return (["boards", "--check", b], 1, f"error: {b}:13: memory regions 'bl31' and 'dvfs' "
+            "overlap without one containing the other", None)
 
 
 def case_silent_20_digit_base(tmp, sm):
@@ -456,8 +447,51 @@ def case_silent_key_on_disk(tmp, sm):
             "verification: firmware/conf-1", None)
 
 
+def case_verdict_fit_two_hashes_ok(tmp, sm):
+    """The hash budget leaves room for real FITs: one 1 MiB image with sha256 and sha1 nodes."""
+    data = os.urandom(1 << 20)
+    f = tmp / "two.itb"
+    f.write_bytes(fit([("fw", [("data", data), ("type", s("firmware"))],
+                        [("hash-1", [("algo", s("sha256")),
+                                     ("value", hashlib.sha256(data).digest())], []),
+                         ("hash-2", [("algo", s("sha1")),
+                                     ("value", hashlib.sha1(data).digest())], [])])]))
+    return ["inspect", f], 0, None, lambda out: "sha256+sha1" in out
+
+
+def case_verdict_fit_data_and_position(tmp, sm):
+    """`data` (benign, hash matches) plus data-position (what U-Boot would load)."""
+    f = tmp / "both.itb"
+    name, props, children = image_node("fw", b"benign")
+    f.write_bytes(fit([(name, props + [("data-position", u32(0)), ("data-size", u32(4))],
+                        children)]))
+    return (["inspect", f], 1, f"error: {f}: /images/fw: image 'fw' has both embedded data and "
+            "data-position (U-Boot would load the external bytes): refused", None)
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
 CLASSES = ("verdict", "traceback", "unbounded", "path", "terminal", "silent")
+CRASHES = Path(__file__).resolve().parent / "hostile_crashes"
+
+
+def test_docs_table_every_cap():
+    """docs/hostile-input.md states every cap reading.py enforces (one table, kept honest)."""
+    from seedfw.images import reading
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "hostile-input.md").read_text()
+    for name in [*reading.CAPS, *reading.SIZE_CAPS]:
+        assert f"`{name}`" in doc, name
+
+
+def test_fuzz_campaign_finds_a_planted_bug(tmp_path):
+    """Negative control of the Python campaigns: a reader with a planted IndexError behind a
+    3-byte prefix is found (crash file written, exit before the run limit) — so 0 crashes in
+    the real campaigns means something."""
+    from seedfw import pyfuzz
+    r = pyfuzz.run_campaign("py-planted", runs=2_000_000, root=tmp_path)
+    assert r.crashes, r.log.read_text()[-2000:]
+    assert r.crashes[0].read_bytes()[:3] == b"SFW"
+    assert r.executions < 2_000_000
+    assert "IndexError" in r.log.read_text()
 
 
 def test_every_class_has_cases():
@@ -487,9 +521,6 @@ def test_hostile(name, samples, tmp_path):
             run.stdout + run.stderr
 
 
-CRASHES = Path(__file__).resolve().parent / "hostile_crashes"
-
-
 @pytest.mark.parametrize("crash", sorted(str(p.relative_to(CRASHES)) for p in
                                          CRASHES.glob("*/*") if p.is_file()) or ["none"])
 def test_fuzz_crashes_stay_fixed(crash):
@@ -504,36 +535,3 @@ def test_fuzz_crashes_stay_fixed(crash):
         pyfuzz.reader(target)((CRASHES / crash).read_bytes())
     except SeedfwError:
         pass
-
-
-def case_verdict_fit_data_and_position(tmp, sm):
-    """`data` (benign, hash matches) plus data-position (what U-Boot would load)."""
-    f = tmp / "both.itb"
-    name, props, children = image_node("fw", b"benign")
-    f.write_bytes(fit([(name, props + [("data-position", u32(0)), ("data-size", u32(4))],
-                        children)]))
-    return (["inspect", f], 1, f"error: {f}: /images/fw: image 'fw' has both embedded data and "
-            "data-position (U-Boot would load the external bytes): refused", None)
-
-
-CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
-
-
-def test_docs_table_every_cap():
-    """docs/hostile-input.md states every cap reading.py enforces (one table, kept honest)."""
-    from seedfw.images import reading
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "hostile-input.md").read_text()
-    for name in [*reading.CAPS, *reading.SIZE_CAPS]:
-        assert f"`{name}`" in doc, name
-
-
-def test_fuzz_campaign_finds_a_planted_bug(tmp_path):
-    """Negative control of the Python campaigns: a reader with a planted IndexError behind a
-    3-byte prefix is found (crash file written, exit before the run limit) — so 0 crashes in
-    the real campaigns means something."""
-    from seedfw import pyfuzz
-    r = pyfuzz.run_campaign("py-planted", runs=2_000_000, root=tmp_path)
-    assert r.crashes, r.log.read_text()[-2000:]
-    assert r.crashes[0].read_bytes()[:3] == b"SFW"
-    assert r.executions < 2_000_000
-    assert "IndexError" in r.log.read_text()

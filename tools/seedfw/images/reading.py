@@ -60,7 +60,8 @@ CAPS = {
     "rsa_bits": 4096,             # largest RSA modulus a signature is checked with
     "json_depth": 64,             # nesting depth of any JSON document we read
     "yaml_nodes": 100000,         # nodes in one YAML document
-    "hashed_factor": 2,           # bytes hashed for one file <= factor × its size (+1 MiB)
+    "hashed_factor": 4,           # bytes hashed for one file <= factor × its size (+1 MiB):
+                                  # room for 4 hash nodes per FIT image (sha256+sha1+...)
 }
 
 
