@@ -14,6 +14,8 @@ import socket
 import time
 
 import pytest
+
+from seedfw import paths
 from elftools.elf.elffile import ELFFile
 
 import builds
@@ -80,9 +82,10 @@ def test_clean_keeps_config_and_logs_distclean_removes_all(tmp_path):
         (out / sub / "x").write_text("x")
     (out / ".config").write_text("CONFIG_TFA=y\n")
     (out / "manifest.json").write_text("{}\n")
+    (out / paths.OUTPUT_MARKER).write_text(paths.MARKER_TEXT)    # what seedfw writes at creation
     proc = invoke("clean", "--board", "rk3588", "--output", out)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == [".config", "logs"]
+    assert sorted(p.name for p in out.iterdir()) == [".config", paths.OUTPUT_MARKER, "logs"]
     proc = invoke("distclean", "--board", "rk3588", "--output", out)
     assert proc.returncode == 0, proc.stderr
     assert not out.exists()
@@ -96,10 +99,11 @@ def test_clean_of_an_output_dir_without_config_creates_none(tmp_path):
     for sub in ("stamps", "images", "build/mcu"):
         (out / sub).mkdir(parents=True)
         (out / sub / "x").write_text("x")
+    (out / paths.OUTPUT_MARKER).write_text(paths.MARKER_TEXT)
     proc = invoke("clean", "--board", "mps2-an385", "--output", out)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"cleaned {out}"
-    assert list(out.iterdir()) == []
+    assert [p.name for p in out.iterdir()] == [paths.OUTPUT_MARKER]
     missing = tmp_path / "never-built"
     proc = invoke("clean", "--board", "mps2-an385", "--output", missing)
     assert proc.returncode == 0, proc.stderr
@@ -113,8 +117,8 @@ def test_clean_and_distclean_refuse_a_directory_that_is_not_an_output_dir(tmp_pa
     (project / "build" / "keep.o").write_text("someone else's")
     for task in ("clean", "distclean"):
         line = one_error_line(invoke(task, "--board", "rk3588", "--output", project))
-        assert line == (f"error: {project}: --output: not a seedfw output directory (none of .config, "
-                        "config.json, stamps, manifest.json); not touching it")
+        assert line == (f"error: {project}: --output: not a seedfw output directory (no "
+                        ".seedfw-output, which seedfw writes when it creates one); not touching it")
     assert (project / "build" / "keep.o").read_text() == "someone else's"
 
 

@@ -104,7 +104,8 @@ def test_uncompressed_config_keeps_one_tfa_step(tmp_path):
         plan.add(*part.steps(ctx))
     assert "compress.report" not in plan.steps
     assert not stale.exists()                     # the report must not describe old images
-    assert sorted(plan.steps) == ["disk.image", "image.pack", "payload.build", "tfa.build",
+    assert sorted(plan.steps) == ["disk.image", "image.pack", "models.compile", "payload.build",
+                                  "qemu-plugin.build", "qemu-plugin.fetch", "tfa.build",
                                   "tfa.extract", "tfa.fetch", "uboot.build", "uboot.fetch"]
 
 

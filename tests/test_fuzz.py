@@ -56,7 +56,8 @@ def test_list_names_every_target():
     proc = invoke("fuzz", "--list")
     assert proc.returncode == 0, proc.stderr
     names = [line.split()[0] for line in proc.stdout.splitlines()]
-    assert names == ["lz4-block", "lz4-container", "pkg"]
+    from seedfw import pyfuzz
+    assert names == ["lz4-block", "lz4-container", "pkg", *pyfuzz.TARGETS]
 
 
 @pytest.mark.slow

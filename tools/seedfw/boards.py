@@ -7,6 +7,7 @@ is on a developer's bench lives in bench.yaml instead (labgrid's split of resour
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,8 +23,8 @@ _REGION = {
     "additionalProperties": False,
     "properties": {
         "name": {"type": "string"},
-        "base": {"type": "integer", "minimum": 0},
-        "size": {"type": "integer", "minimum": 1},
+        "base": {"type": "integer", "minimum": 0, "maximum": 0xFFFFFFFFFFFFFFFF},
+        "size": {"type": "integer", "minimum": 1, "maximum": 0xFFFFFFFFFFFFFFFF},
         # What the region is, for the emulated traffic counter (seedfw.counters.emulated):
         # regions with a kind are the map it counts by; sub-regions (bl33 in dram) have none.
         "kind": {"enum": ["dram", "flash", "sram", "mmio"]},
@@ -216,11 +217,36 @@ def load_file(path: str | Path) -> Board:
     if path.parent.name != data["name"] and path.parent.parent == BOARD_DIR:
         raise SeedfwError(f"field 'name': '{data['name']}' does not match its folder "
                           f"'{path.parent.name}'", path, f"line {lines[('name',)]}")
+    _check_regions(data["memory"], path, lines)
     return Board(
         name=data["name"], dir=path.parent, soc=data["soc"], arch=data["arch"], cpu=data["cpu"],
         vendor=data["vendor"], description=data["description"],
         memory=tuple(Region(**r) for r in data["memory"]), raw=data,
     )
+
+
+def _check_regions(regions: list[dict], path: Path, lines: dict) -> None:
+    """Regions fit 64 bits, have distinct names and either nest (bl33 inside dram) or are
+    disjoint: a partial overlap or a duplicate is a typo that would place two images on the
+    same bytes."""
+    for i, r in enumerate(regions):
+        line = f"line {lines.get(('memory', i), lines.get(('memory',), 1))}"
+        if r["base"] + r["size"] > 1 << 64:
+            raise SeedfwError(f"memory region '{r['name']}' ends past 2^64", path, line)
+        for j, o in enumerate(regions[:i]):
+            a0, a1, b0, b1 = r["base"], r["base"] + r["size"], o["base"], o["base"] + o["size"]
+            if o["name"] == r["name"]:
+                raise SeedfwError(f"memory region '{r['name']}' is defined twice", path, line)
+            if (a0, a1) == (b0, b1):
+                raise SeedfwError(f"memory regions '{o['name']}' and '{r['name']}' are the same "
+                                  f"range", path, line)
+            nested = (b0 <= a0 and a1 <= b1) or (a0 <= b0 and b1 <= a1)
+            if a0 < b1 and b0 < a1 and not nested:
+                raise SeedfwError(f"memory regions '{o['name']}' and '{r['name']}' overlap "
+                                  f"without one containing the other", path, line)
+
+
+NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 def names() -> list[str]:
@@ -229,6 +255,11 @@ def names() -> list[str]:
 
 @lru_cache(maxsize=None)
 def get(name: str) -> Board:
+    # A board name becomes a path (board/<name>/, output/<name>/): only [a-z0-9-] is a name,
+    # so '../../evil' can never point outside the tree.
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise SeedfwError(f"'{name}' is not a board name (lower-case letters, digits, '-'; "
+                          f"known: {', '.join(names())})")
     path = BOARD_DIR / name / "board.yaml"
     if not path.is_file():
         raise SeedfwError(f"unknown board '{name}' (known: {', '.join(names())})")

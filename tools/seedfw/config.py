@@ -94,10 +94,10 @@ def _load_kconfig(board: str) -> kconfiglib.Kconfig:
 def parse_fragment(path: Path, kconf: kconfiglib.Kconfig) -> list[Assignment]:
     """Read CONFIG_X=... and '# CONFIG_X is not set' lines; reject undefined symbols."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise SeedfwError("configuration fragment not found", path) from None
+    if not path.exists():
+        raise SeedfwError("configuration fragment not found", path)
+    from .images import reading           # regular file, size cap, UTF-8 (file:line if not)
+    text = reading.read_text(path, "kconfig")
     out = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -120,9 +120,19 @@ def parse_fragment(path: Path, kconf: kconfiglib.Kconfig) -> list[Assignment]:
     return out
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _unquote(value: str, path: Path, number: int) -> str:
     if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r'\\(.)', r'\1', value[1:-1])
+        text = re.sub(r'\\(.)', r'\1', value[1:-1])
+        # A NUL or another control character would be written into .config and autoconf.h
+        # (a C string cut short, a header line split): refused where it was written.
+        bad = _CONTROL.search(text)
+        if bad:
+            raise SeedfwError(f"string value contains control character "
+                              f"0x{ord(bad.group()):02x}", path, f"line {number}")
+        return text
     raise SeedfwError(f"string value must be in double quotes: {value}", path, f"line {number}")
 
 
@@ -214,7 +224,8 @@ def configure(board: str, output=None, fragments=(), strict: bool = False) -> Co
     from . import ccache                    # a malformed team-cache URL, likewise
     ccache.check_configured(cfg.values, [*fragments, cfg.outdir / USER_FRAGMENT])
     out = cfg.outdir
-    out.mkdir(parents=True, exist_ok=True)
+    from .paths import mark_output_dir
+    mark_output_dir(out)
     with util.atomic_path(out / ".config") as tmp:
         cfg.kconf.write_config(str(tmp), header=_HEADER, save_old=False)
     with util.atomic_path(out / "include" / "autoconf.h") as tmp:

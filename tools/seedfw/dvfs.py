@@ -302,9 +302,20 @@ def decode(blob: bytes, source: str = "dvfs table") -> dict:
         raise SeedfwError(f"unsupported version {version}", source, "offset 0x4")
     if total > len(blob):
         raise SeedfwError(f"total_size {total} exceeds the {len(blob)} bytes present", source)
+    if total < HEADER.size:
+        raise SeedfwError(f"total_size {total} is shorter than the header", source, "offset 0x8")
     zeroed = bytearray(blob[:total])
     struct.pack_into("<I", zeroed, 12, 0)
     crc_ok = zlib.crc32(zeroed) == crc
+    # Counts come from the blob: capped before anything is decoded (a table of 20,000 domains
+    # sharing the same 20,000 OPPs was 5.9 GB of Python objects; docs/hostile-input.md).
+    from .images.reading import CAPS
+    for count, cap_name, what, at in ((n_dom, "dvfs_domains", "domains", 0x10),
+                                      (n_prof, "dvfs_domains", "profiles", 0x14),
+                                      (n_hint, "dvfs_hints", "hints", 0x16)):
+        if count > CAPS[cap_name]:
+            raise SeedfwError(f"{count} {what} is over the limit of {CAPS[cap_name]}", source,
+                              f"offset 0x{at:x}")
 
     def s(raw: bytes) -> str:
         return raw.split(b"\0", 1)[0].decode(errors="replace")
@@ -321,6 +332,10 @@ def decode(blob: bytes, source: str = "dvfs table") -> dict:
     domains = []
     for i in range(n_dom):
         name, reg, rmin, rmax, lat, first, count = DOMAIN.unpack_from(blob, dom_off + i * DOMAIN.size)
+        if count > CAPS["dvfs_opps"] or first + count > n_opp:
+            raise SeedfwError(f"domain {i}: OPPs {first}..{first + count} are outside the "
+                              f"table's {n_opp} (limit {CAPS['dvfs_opps']} per domain)", source,
+                              f"offset 0x{dom_off + i * DOMAIN.size:x}")
         need(opp_off + first * OPP.size, count, OPP, f"domain {i} OPPs", 32)
         opps = [OPP.unpack_from(blob, opp_off + (first + j) * OPP.size)[:4] for j in range(count)]
         domains.append({"name": s(name), "regulator": s(reg), "regulator_uv": (rmin, rmax),

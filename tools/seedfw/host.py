@@ -172,3 +172,30 @@ def setup(update: bool = True) -> list[str]:
     if proc.returncode != 0:
         raise SeedfwError(f"'{shlex.join(cmd)}' failed with exit code {proc.returncode}")
     return missing
+
+
+# Python packages outside the core dependencies that a task needs (pyproject extras): `invoke
+# setup` installs the missing ones with pip, `invoke doctor` lists them. (module, requirement,
+# why)
+PY_NEEDS = [
+    ("atheris", "atheris>=2.3,<4", "fuzz: Python reader campaigns (invoke fuzz --target py-*), "
+                                   "pyproject extra 'fuzz'"),
+]
+
+
+def missing_python() -> list[tuple[str, str, str]]:
+    import importlib.util
+    return [n for n in PY_NEEDS if importlib.util.find_spec(n[0]) is None]
+
+
+def setup_python() -> list[str]:
+    """pip-install the missing PY_NEEDS into this interpreter; returns what was installed."""
+    import sys
+    missing = missing_python()
+    if not missing:
+        return []
+    cmd = [sys.executable, "-m", "pip", "install", *(req for _m, req, _w in missing)]
+    proc = subprocess.run(cmd)
+    if proc.returncode != 0:
+        raise SeedfwError(f"'{shlex.join(cmd)}' failed with exit code {proc.returncode}")
+    return [m for m, _r, _w in missing]

@@ -18,25 +18,18 @@ blob travelling into a FIT or package is flagged there too, without a list of na
 
 from __future__ import annotations
 
-import json
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import yamlfile
 from .errors import SeedfwError
+from .model_format import (  # noqa: F401  (re-exported: the manifest's checks)
+    RKNN_ENCRYPTED, RKNN_MAGIC, RKNN_MAX_JSON, RKNN_PREFIX, RKNN_VERSIONS, RknnInfo, _onnx_producer,
+    check_onnx, check_rknn, rknn_header_size)
 from .paths import ROOT
 from .util import sha256_bytes
 
 TYPES = ("rknn", "onnx", "raw")
-RKNN_MAGIC = b"RKNN"
-RKNN_ENCRYPTED = b"CYPTRKNN"
-RKNN_PREFIX = struct.Struct("<8sQQ")       # magic+pad, version, data_size: the 24-byte header
-# Container versions Netron's RKNN reader accepts (lutzroeder/netron source/rknn.js,
-# rknn.Container.read; the list was last extended by Rockchip's airockchip account in
-# lutzroeder/netron pull request #1099): 1 and 0x1001 have the 24-byte header, the others 64.
-RKNN_VERSIONS = (0x0001, 0x1001, 0x0002, 0x1002, 0x0003, 0x1003, 0x0004, 0x1004, 0x0005, 0x0006)
-RKNN_MAX_JSON = 4 << 20                    # bytes of trailing JSON parsed at most
 SYNTH_GENERATOR = "seedfw.models_synth"    # the RKNN JSON's "generator" in synthetic blobs
 SYNTH_ONNX_PRODUCER = "seedfw-synth"       # ModelProto.producer_name of synthetic ONNX files
 
@@ -85,16 +78,6 @@ SCHEMA = {
 
 
 @dataclass(frozen=True)
-class RknnInfo:
-    version: int | None      # None when encrypted
-    header_size: int
-    data_size: int
-    json_size: int
-    encrypted: bool
-    meta: dict | None        # the trailing JSON
-
-
-@dataclass(frozen=True)
 class Model:
     name: str
     path: Path
@@ -115,94 +98,6 @@ class Model:
     @property
     def stored_size(self) -> int:
         return len(self.stored)
-
-
-def rknn_header_size(version: int) -> int:
-    return 64 if (2 <= version <= 6 or 0x1002 <= version <= 0x1004) else 24
-
-
-def check_rknn(data: bytes, source) -> RknnInfo:
-    """Parse and check an RKNN file's framing; raises SeedfwError naming `source` and the offset."""
-    if data[:8] == RKNN_ENCRYPTED:
-        return RknnInfo(None, 8, len(data) - 8, 0, True, None)
-    if len(data) < RKNN_PREFIX.size:
-        raise SeedfwError(f"truncated: {len(data)} bytes is shorter than the {RKNN_PREFIX.size}-byte "
-                          f"RKNN header", source)
-    magic, version, data_size = RKNN_PREFIX.unpack_from(data)
-    if magic[:4] != RKNN_MAGIC:
-        raise SeedfwError(f"bad magic {magic[:8]!r} (expected 'RKNN' or 'CYPTRKNN')", source,
-                          "offset 0x0")
-    if version not in RKNN_VERSIONS:
-        raise SeedfwError(f"unsupported RKNN container version {version} (0x{version:x}); known: "
-                          f"1, 2..6, 0x1001..0x1004", source, "offset 0x8")
-    header = rknn_header_size(version)
-    if len(data) < header:
-        raise SeedfwError(f"truncated: {len(data)} bytes is shorter than the {header}-byte header of "
-                          f"RKNN version {version}", source)
-    json_at = header + data_size
-    if json_at + 8 > len(data):
-        raise SeedfwError(f"data_size {data_size} disagrees with the file length {len(data)} "
-                          f"(header {header} + data + 8-byte JSON length would need {json_at + 8})",
-                          source, "offset 0x10")
-    (json_size,) = struct.unpack_from("<Q", data, json_at)
-    end = json_at + 8 + json_size
-    if end != len(data):
-        raise SeedfwError(f"JSON length {json_size} disagrees with the file length {len(data)} "
-                          f"(the JSON would end at {end})", source, f"offset 0x{json_at:x}")
-    if json_size > RKNN_MAX_JSON:       # a real model's JSON is KBs; parsing MBs is hostile
-        raise SeedfwError(f"trailing JSON of {json_size} bytes is over the {RKNN_MAX_JSON}-byte "
-                          "limit", source, f"offset 0x{json_at:x}")
-    try:
-        meta = json.loads(data[json_at + 8:end])
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SeedfwError(f"trailing model JSON does not parse: {exc}", source,
-                          f"offset 0x{json_at + 8:x}") from None
-    return RknnInfo(version, header, data_size, json_size, False, meta)
-
-
-def check_onnx(data: bytes, source) -> None:
-    """An ONNX file is a protobuf ModelProto whose first field is ir_version (1, varint): 0x08."""
-    if not data:
-        raise SeedfwError("empty file", source)
-    if data[0] != 0x08:
-        raise SeedfwError(f"does not look like ONNX: first byte 0x{data[0]:02x}, expected 0x08 "
-                          f"(ModelProto field 1 ir_version)", source, "offset 0x0")
-
-
-def _onnx_producer(data: bytes) -> str | None:
-    """ModelProto.producer_name (field 2), looked for among the first top-level fields only:
-    exporters write it right after ir_version, and a model's graph can be hundreds of MB."""
-    def varint(at):
-        value = shift = 0
-        while at < len(data) and shift < 64:
-            b = data[at]
-            value |= (b & 0x7F) << shift
-            at, shift = at + 1, shift + 7
-            if not b & 0x80:
-                return value, at
-        raise ValueError("truncated varint")
-
-    at = 0
-    try:
-        for _ in range(8):
-            if at >= len(data):
-                return None
-            key, at = varint(at)
-            number, wire = key >> 3, key & 7
-            if wire == 0:
-                _, at = varint(at)
-            elif wire == 2:
-                size, at = varint(at)
-                if number == 2:
-                    return data[at:at + size].decode("utf-8", "replace")
-                at += size
-            elif wire in (1, 5):
-                at += 8 if wire == 1 else 4
-            else:
-                return None
-    except ValueError:
-        return None
-    return None
 
 
 def synthetic_marker(type_: str, data: bytes) -> str | None:
@@ -239,10 +134,32 @@ def resolve_manifest(board, config_values: dict) -> Path | None:
     return (ROOT / rel) if not Path(rel).is_absolute() else Path(rel)
 
 
+def confined(folder: Path, rel: str, source, field, allow_outside: bool = False) -> Path:
+    """`rel` (a path written in a manifest) resolved inside `folder`: no absolute path, no
+    `..`, no symlink leading out of the folder — whatever a manifest names would be read,
+    hashed and embedded in a firmware image. `allow_outside` (invoke models --allow-outside,
+    or SEEDFW_ALLOW_OUTSIDE_PATHS=1 for builds) lifts the symlink rule only."""
+    import os
+    if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts or "\0" in rel:
+        raise SeedfwError(f"path '{rel}' must be relative to {folder.name}/ without '..'",
+                          source, field)
+    target = folder / rel
+    allow_outside = allow_outside or os.environ.get("SEEDFW_ALLOW_OUTSIDE_PATHS") == "1"
+    if not allow_outside:
+        real, base = target.resolve(), folder.resolve()
+        if real != base and base not in real.parents:
+            raise SeedfwError(f"path '{rel}' leads out of {folder.name}/ (through a symlink, to "
+                              f"{real}); set SEEDFW_ALLOW_OUTSIDE_PATHS=1 to allow it",
+                              source, field)
+    return target
+
+
 def load_manifest(path: str | Path, *, partition_size: int | None = None,
                   compress_default: bool = False, values: dict | None = None,
-                  progress=print, log: Path | None = None) -> list[Model]:
-    """Read, check and hash every model of a manifest. Paths are relative to the manifest.
+                  progress=print, log: Path | None = None,
+                  allow_outside: bool = False) -> list[Model]:
+    """Read, check and hash every model of a manifest. Paths are relative to the manifest and
+    stay inside its folder (`confined`).
 
     An entry with a `compile` block is compiled (or taken from the cache) by seedfw.rknn.compile
     with the Kconfig `values`; every RKNN blob is checked against the manifest's `target`.
@@ -270,20 +187,26 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
             compiled = rknn_compile.ensure(raw, values or {}, target, path, line,
                                            progress=progress, log=log)
             blob_path = compiled.path
+            shown = blob_path.name
         elif "path" in raw:
-            blob_path = (path.parent / raw["path"])
+            blob_path = confined(path.parent, raw["path"], path, line, allow_outside)
+            shown = raw["path"]
         else:
             raise SeedfwError(f"model '{name}': needs 'path' or 'compile'", path, line)
+        from .images import reading
+        if not blob_path.exists():
+            raise SeedfwError(f"model '{name}': cannot read {shown}: No such file or "
+                              f"directory", path, line)
+        size = blob_path.stat().st_size
+        if partition_size is not None and size > partition_size:
+            raise SeedfwError(f"model '{name}': {size} bytes is larger than the partition "
+                              f"limit of {partition_size} bytes (0x{partition_size:x})",
+                              path, line)
         try:
-            size = blob_path.stat().st_size
-            if partition_size is not None and size > partition_size:
-                raise SeedfwError(f"model '{name}': {size} bytes is larger than the partition "
-                                  f"limit of {partition_size} bytes (0x{partition_size:x})",
-                                  path, line)
-            blob = blob_path.read_bytes()
-        except OSError as exc:
-            raise SeedfwError(f"model '{name}': cannot read {raw.get('path', blob_path)}: "
-                              f"{exc.strerror}", path, line) from None
+            blob = reading.read_bytes(blob_path, "image")
+        except SeedfwError as exc:
+            raise SeedfwError(f"model '{name}': cannot read {shown}: {exc.message}", path,
+                              line) from None
         rknn = None
         if raw["type"] == "rknn":
             rknn = check_rknn(blob, blob_path)

@@ -22,6 +22,9 @@ def output_dir(board: str, output: str | os.PathLike | None = None) -> Path:
     """`--output DIR` wins (Buildroot's O=); the default is output/<board>/ in the tree."""
     if output:
         return Path(output).resolve()
+    import re
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", str(board)):   # a name, never a path
+        raise SeedfwError(f"'{board}' is not a board name (lower-case letters, digits, '-')")
     return ROOT / "output" / board
 
 
@@ -74,3 +77,32 @@ def download_dir() -> Path:
 def mirror_dir() -> Path | None:
     """A local directory of pinned files for offline machines ($SEEDFW_MIRROR_DIR), or None."""
     return env_path("SEEDFW_MIRROR_DIR")
+
+
+# `clean` and `distclean` remove only directories carrying this file, which seedfw writes when it
+# creates an output directory (or adopts an empty one, or one of its own from before the marker
+# existed: .config and config.json both present). A directory that merely has a `.config`, or a
+# Buildroot-like tree with build/ and images/, is never touched.
+OUTPUT_MARKER = ".seedfw-output"
+MARKER_TEXT = "seedfw output directory: 'invoke clean/distclean' may remove what is in here\n"
+
+
+def mark_output_dir(outdir: Path) -> None:
+    outdir = Path(outdir)
+    marker = outdir / OUTPUT_MARKER
+    if marker.is_file():
+        return
+    adopt = not outdir.exists() or all(p.name == ".lock" for p in outdir.iterdir()) or \
+        ((outdir / ".config").is_file() and (outdir / "config.json").is_file())
+    outdir.mkdir(parents=True, exist_ok=True)
+    if adopt:
+        marker.write_text(MARKER_TEXT)
+
+
+def is_output_dir(outdir: Path) -> bool:
+    marker = Path(outdir) / OUTPUT_MARKER
+    try:
+        return marker.is_file() and not marker.is_symlink() and \
+            marker.read_text() == MARKER_TEXT
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -117,6 +117,13 @@ class _ElfFile:
 
     def __init__(self, path: Path):
         self.path = path
+        import stat as stat_mod
+        try:            # a FIFO would block open/read, a device has no end: regular files only
+            mode = os.stat(path).st_mode
+            if not stat_mod.S_ISREG(mode) and not stat_mod.S_ISDIR(mode):
+                raise SeedfwError("is not a regular file: refused", path)
+        except OSError:
+            pass        # reported by open() below, with its own message
         try:
             self.f = open(path, "rb")
         except FileNotFoundError:
@@ -406,8 +413,16 @@ def load_stats(path: str | os.PathLike, top: int = 10) -> list[dict]:
     if head == b"\x7fELF":
         return [read_elf(path, top)]
     if head[:1] in (b"{", b" ", b"\n"):
+        from .images import reading
+        reading.refuse_special(path)
+        if path.stat().st_size > reading.SIZE_CAPS["json"]:
+            raise SeedfwError(f"over the {reading.SIZE_CAPS['json'] >> 20} MiB limit for JSON "
+                              "inputs", path)
         try:
-            doc = json.loads(path.read_text())
+            text = path.read_text()
+            if text.count("[") + text.count("{") > reading.CAPS["json_depth"]:
+                reading.check_depth(text, path, None)   # before json.loads can recurse
+            doc = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SeedfwError(f"not valid JSON: {exc.msg} (column {exc.colno})", path,
                               f"line {exc.lineno}") from None

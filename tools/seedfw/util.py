@@ -83,12 +83,13 @@ def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
 def read_json(path: str | os.PathLike, object_of: str | None = None):
     """A JSON file, or one error line naming it (and the line of a syntax error). With
     `object_of`, the document must be an object: 'must be a JSON object' + object_of."""
+    from .images import reading           # regular files only, size and depth limits
+    raw = reading.read_bytes(path, "json")
     try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        raise SeedfwError(f"not valid JSON: {exc.msg}", path, f"line {exc.lineno}") from None
+        text = raw.decode()
     except UnicodeDecodeError:
         raise SeedfwError("not valid JSON: not UTF-8 text", path) from None
+    data = reading.loads_json(text, path)
     if object_of is not None and not isinstance(data, dict):
         raise SeedfwError(f"must be a JSON object{object_of}", path)
     return data

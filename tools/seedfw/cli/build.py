@@ -10,6 +10,7 @@ from . import command
 from .config import default_board
 from .. import boards
 from ..errors import SeedfwError
+from .. import paths
 from ..paths import ROOT, output_dir
 
 __all__ = ["build", "run", "clean", "distclean"]
@@ -141,9 +142,9 @@ def run(c, board=None, output=None, timeout=30.0, until=None, counters=False):
               f"; {counted}")
 
 
-# What only a seedfw output directory holds: clean/distclean refuse any other directory, so that
-# `--output .` or a mistyped path never removes someone's `build/` folder or home directory.
-_OUTPUT_MARKS = (".config", "config.json", "stamps", "manifest.json")
+# Only a directory carrying seedfw's marker (paths.OUTPUT_MARKER, written when seedfw creates
+# an output directory) is cleaned: `--output .`, a mistyped path, a directory that merely has a
+# `.config` or a Buildroot-like tree never loses its `build/` folder or anything else.
 
 
 def _check_output_dir(outdir: Path) -> bool:
@@ -152,9 +153,12 @@ def _check_output_dir(outdir: Path) -> bool:
         return False
     if not outdir.is_dir():
         raise SeedfwError("not a directory", outdir, "--output")
-    if any(outdir.iterdir()) and not any((outdir / m).exists() for m in _OUTPUT_MARKS):
-        raise SeedfwError(f"not a seedfw output directory (none of {', '.join(_OUTPUT_MARKS)}); "
-                          "not touching it", outdir, "--output")
+    if outdir.is_symlink():
+        raise SeedfwError("is a symlink; not touching it", outdir, "--output")
+    if not paths.is_output_dir(outdir):
+        raise SeedfwError(f"not a seedfw output directory (no {paths.OUTPUT_MARKER}, which "
+                          "seedfw writes when it creates one); not touching it", outdir,
+                          "--output")
     return True
 
 

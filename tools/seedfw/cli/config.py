@@ -85,7 +85,8 @@ def boards_(c, json=False, check=None):
     List the boards: name, SoC, architecture and a one-line description."""
     if check:
         b = boards.load_file(check)
-        print(f"{check}: ok ({b.name}, {b.soc}, {b.arch})")
+        from ..images.reading import plain
+        print(plain(f"{check}: ok ({b.name}, {b.soc}, {b.arch})"))
         return
     items = [boards.get(n).summary() for n in boards.names()]
     if json:

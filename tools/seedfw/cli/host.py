@@ -21,6 +21,8 @@ def setup(c, no_update=False):
     run the doctor."""
     installed = host.setup(update=not no_update)
     print(f"installed: {' '.join(installed)}" if installed else "host packages: all present")
+    py = host.setup_python()
+    print(f"installed Python packages: {' '.join(py)}" if py else "Python extras: all present")
     from ..rknn import venv           # rknn-toolkit2's own venv (NPU models), never the project's
     made = venv.ensure()
     print(f"rknn venv: {venv.venv_dir()} (rknn-toolkit2 {made['version']['rknn']}, "
@@ -58,6 +60,8 @@ def _doctor(quiet: bool, configs=None) -> None:
     rknn_ok, rknn_line = venv.doctor_line()
     if not quiet or not rknn_ok:
         print(rknn_line)
+    for module, req, why in host.missing_python():
+        print(f"missing Python package {module} ({why}): pip install '{req}' or 'invoke setup'")
     if errors:
         raise SeedfwError(errors[0])
     if missing:

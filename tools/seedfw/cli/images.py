@@ -19,7 +19,9 @@ __all__ = ["inspect", "dvfs", "models"]
 
 @command(help={"image": "a FIT image (.itb) or a seedfw boot package (.pkg)",
                "json": "print JSON for machines instead of the table",
-               "key": "public-key DTB (mkimage -K output, <board>-pubkey.dtb): verify FIT signatures"})
+               "key": "public-key DTB (mkimage -K output, <board>-pubkey.dtb): verify FIT signatures "
+                      "(also the FITs inside a disk image; for formats without signatures "
+                      "the check fails, saying so)"})
 def inspect(c, image, json=False, key=None):
     """Read an image back and verify every hash in it.
 
@@ -33,7 +35,8 @@ def inspect(c, image, json=False, key=None):
     else:
         inspect_mod.render(report)
     if not report.ok:
-        failed = [r.name for r in report.rows if not r.hash_ok]
+        from ..images.reading import plain     # names come from the file: no raw ESC
+        failed = [plain(r.name) for r in report.rows if not r.hash_ok]
         raise Exit(f"error: {image}: {len(failed)} entries failed verification: "
                    f"{', '.join(failed)}", code=1)
 

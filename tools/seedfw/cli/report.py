@@ -77,15 +77,18 @@ def _targets(target: str, output):
               "(its output directory's ELFs) or an output directory",
     "output": "with a board name: its output directory (default output/<board>/); with ELF "
               "files: a directory to write stats.json into",
-    "top": "symbols shown per section, largest first (default 10)",
+    "top": "symbols shown per section, largest first (default 10; 1..100000)",
     "json": "print JSON (schema seedfw-stats/1, or seedfw-stats-diff/1 with --diff)",
     "diff": "baseline to compare with: an ELF, a stats JSON, or an output directory",
 })
-def stats(c, target, output=None, top=10, json=False, diff=None):
+def stats(c, target, output=None, top="10", json=False, diff=None):
     """Print ELF section, segment and symbol sizes.
 
     ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
     from .. import stats as elfstats, stats_diff, util
+    if not str(top).isdigit() or not 1 <= int(top) <= 100000:
+        raise SeedfwError(f"'{top}' is not a whole number of symbols from 1 to 100000",
+                          field="--top")
     top = int(top)
     files, outdir = _targets(target, output)
     results = [elfstats.read_elf(f, top) for f in files]

@@ -15,7 +15,9 @@ __all__ = ["fuzz", "keys"]
 
 
 @command(name="fuzz", iterable=["seed_from"], help={
-    "target": "what to fuzz: lz4-block, lz4-container or pkg (see --list)",
+    "target": "what to fuzz: lz4-block, lz4-container, pkg (C, libFuzzer) or py-* (the Python "
+              "readers, atheris; see --list)",
+    "runs": "py-* targets: stop after this many executions (default 1000000; 0 = --seconds)",
     "seconds": "how long to run (default 10)",
     "jobs": "parallel libFuzzer workers sharing the corpus (default 1)",
     "corpus": "corpus directory to grow and reuse (default output/fuzz/<target>/corpus)",
@@ -24,18 +26,34 @@ __all__ = ["fuzz", "keys"]
     "seed_from": "build output directory whose images/*.elf and *-boot.pkg seed the corpus "
                  "(repeatable; default: every board under output/)",
 })
-def fuzz(c, target=None, seconds=10, jobs=1, corpus=None, list_=False, max_len=0, seed_from=None):
-    """Build and run a libFuzzer target of a boot-time parser.
+def fuzz(c, target=None, seconds=10, jobs=1, corpus=None, list_=False, max_len=0, seed_from=None,
+         runs=1000000):
+    """Build and run a fuzzer of a parser of outside bytes.
 
-    Build a libFuzzer target (clang-14, ASan+UBSan), seed it from real data, run it, report."""
+    Build a libFuzzer target (clang-14, ASan+UBSan), seed it from real data, run it, report;
+    py-* targets fuzz the Python readers of outside bytes with atheris (seedfw.pyfuzz)."""
     from .. import fuzz as fuzz_mod
 
     if list_:
         for t in fuzz_mod.TARGETS.values():
             print(f"{t.name:<14} {t.source:<38} {t.what}")
+        from .. import pyfuzz
+        for name in pyfuzz.TARGETS:
+            print(f"{name:<14} {'tools/seedfw/pyfuzz.py':<38} Python reader (atheris)")
         return
     if not target:
         raise SeedfwError("no --target given (see 'invoke fuzz --list')", field="--target")
+    if str(target).startswith("py-"):
+        from .. import pyfuzz
+        r = pyfuzz.run_campaign(target, int(runs), int(seconds) if not int(runs) else 0)
+        print(f"{r.target}: {r.executions} executions in {r.seconds:.1f} s, {len(r.crashes)} "
+              f"crashes (log: {os.path.relpath(r.log)})")
+        if r.crashes:
+            raise SeedfwError(f"fuzzer found a crash, kept in tests/hostile_crashes/{target}/",
+                              os.path.relpath(r.crashes[0]), "crash artifact")
+        if r.executions == 0:
+            raise SeedfwError("atheris ran no inputs", r.log)
+        return
     r = fuzz_mod.run_campaign(target, int(seconds), jobs=int(jobs), corpus=corpus,
                               max_len=int(max_len) or None, seed_from=seed_from or ())
     print(f"{r.target}: {r.executions} executions in {r.seconds:.1f} s, {r.exec_per_sec} exec/s, "

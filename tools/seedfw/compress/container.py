@@ -139,6 +139,13 @@ def parse_container(blob: bytes, source: str = "<container>",
     if bs < MIN_BLOCK_SIZE or bs > MAX_BLOCK_SIZE or bs & (bs - 1):
         _fail(source, off["block_size"], "block_size",
               f"block size {bs} is not a power of two in {MIN_BLOCK_SIZE}..{MAX_BLOCK_SIZE}")
+    from ..images.reading import CAPS      # decompressed-size cap (docs/hostile-input.md)
+    if h["original_size"] > CAPS["lz4_output"]:
+        _fail(source, off["original_size"], "original_size",
+              f"expands to {h['original_size']} bytes, over the limit of {CAPS['lz4_output']}")
+    if h["block_count"] > CAPS["lz4_blocks"]:
+        _fail(source, off["block_count"], "block_count",
+              f"{h['block_count']} blocks, over the limit of {CAPS['lz4_blocks']}")
     want = -(-h["original_size"] // bs)
     if h["block_count"] != want:
         _fail(source, off["block_count"], "block_count",
@@ -195,11 +202,11 @@ def read_container(blob: bytes, dictionary: bytes | None = None,
                   f"0x{dictionary_crc(dictionary):08x} of {len(dictionary)} bytes")
     else:
         dictionary = b""
-    out = []
-    blob = bytes(blob)
+    out = bytearray()          # one buffer: the expansion is never held twice
+    blob = memoryview(blob)
     for i, (size, stored, pos) in enumerate(info.entries):
         raw = min(info.block_size, info.original_size - i * info.block_size)
-        data = blob[pos:pos + size]
+        data = bytes(blob[pos:pos + size])
         if not stored:
             try:
                 kwargs = {"dict": dictionary} if dictionary else {}
@@ -208,8 +215,9 @@ def read_container(blob: bytes, dictionary: bytes | None = None,
                 _fail(source, pos, f"block {i}", f"corrupt LZ4 block: {exc}")
             if len(data) != raw:
                 _fail(source, pos, f"block {i}", f"decompressed to {len(data)} bytes, expected {raw}")
-        out.append(data)
-    result = b"".join(out)
+        out += data
+    result = bytes(out)
+    del out
     if crc32(result) != info.crc32:
         _fail(source, HEADER_OFFSETS["crc32"], "crc32",
               f"checksum of the decompressed data 0x{crc32(result):08x}, "

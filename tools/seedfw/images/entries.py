@@ -188,7 +188,6 @@ class ModelEntry(Entry):
 
 
 def read(path: str | Path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
+    """An input file's bytes: regular files only, size-capped (images.reading)."""
+    from .reading import read_bytes
+    return read_bytes(path, "image")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import SeedfwError
 from . import fdt
+from .reading import CAPS
 
 # DER prefix of DigestInfo for SHA-256 (RFC 8017, section 9.2, note 1).
 SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
@@ -101,15 +102,27 @@ def load_keys(pubkey_dtb: bytes, source="public key DTB") -> dict[str, tuple[int
     for name, node in sig.children.items():
         if "rsa,modulus" not in node.props:
             continue
-        modulus = int.from_bytes(node.props["rsa,modulus"], "big")
-        raw_exp = node.props.get("rsa,exponent", b"")
+        raw_mod = bytes(node.props["rsa,modulus"])
+        # An 8 KiB modulus made one check take > 30 s: RSA keys over CAPS rsa_bits are refused
+        # (U-Boot supports 2048..4096), and so are exponents over 32 bits (U-Boot's is u64,
+        # mkimage writes 65537).
+        if len(raw_mod) * 8 > CAPS["rsa_bits"]:
+            raise SeedfwError(f"RSA modulus of {len(raw_mod) * 8} bits is over the limit of "
+                              f"{CAPS['rsa_bits']}", source, f"/signature/{name}/rsa,modulus")
+        modulus = int.from_bytes(raw_mod, "big")
+        raw_exp = bytes(node.props.get("rsa,exponent", b""))
         exponent = int.from_bytes(raw_exp, "big") if raw_exp else 65537
+        if exponent >= 1 << 32:
+            raise SeedfwError("RSA exponent over 32 bits", source,
+                              f"/signature/{name}/rsa,exponent")
         keys[node.str("key-name-hint") or name.removeprefix("key-")] = (modulus, exponent or 65537)
     return keys
 
 
 def rsa_pkcs1_sha256_ok(message: bytes, signature: bytes, modulus: int, exponent: int) -> bool:
     k = (modulus.bit_length() + 7) // 8
+    if modulus.bit_length() > CAPS["rsa_bits"] or exponent >= 1 << 32:
+        return False                 # bounded time whatever key a caller passes
     if modulus < 3 or len(signature) != k or k < len(SHA256_DIGEST_INFO) + 32 + 11:
         return False
     em = pow(int.from_bytes(signature, "big"), exponent, modulus).to_bytes(k, "big")
@@ -137,8 +150,8 @@ def verify_config(blob: bytes, conf: fdt.Node, keys: dict[str, tuple[int, int]])
         if not hashed or len(strings) < 8:
             results.append((name, key_name, False, "no hashed-nodes/hashed-strings"))
             continue
-        message = signed_bytes(blob, hashed, struct.unpack(">II", strings[:8])[1])
-        ok = rsa_pkcs1_sha256_ok(message, sig.props.get("value", b""), *keys[key_name])
+        message = signed_bytes(blob, hashed, struct.unpack(">II", bytes(strings[:8]))[1])
+        ok = rsa_pkcs1_sha256_ok(message, bytes(sig.props.get("value", b"")), *keys[key_name])
         results.append((name, key_name, ok, "signature ok" if ok else "signature BAD"))
     return results
 

@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..errors import SeedfwError
+from .reading import CAPS, View
 
 SECTOR = 512
 SIGNATURE = b"EFI PART"
@@ -50,6 +51,8 @@ class Gpt:
     header_crc_ok: bool
     entries_crc_ok: bool
     first_usable_lba: int
+    last_usable_lba: int = 0
+    backup_lba: int = 0
     partitions: list[GptPartition] = field(default_factory=list)
 
     @property
@@ -63,31 +66,54 @@ class Gpt:
         raise KeyError(name)
 
 
-def is_gpt(blob: bytes) -> bool:
-    return blob[SECTOR:SECTOR + 8] == SIGNATURE
+def is_gpt(blob) -> bool:
+    return View.of(blob).peek(SECTOR, 8) == SIGNATURE
 
 
-def parse(blob: bytes, source=None) -> Gpt:
-    if not is_gpt(blob):
+def parse(blob, source=None) -> Gpt:
+    """The primary GPT of a disk image (bytes, mmap or reading.View).
+
+    Hostile input: every LBA is checked against the header's usable range and the file — a
+    partition ending at 2^64-1, starting after its end, outside the usable LBAs, or overlapping
+    another is refused (CRCs can be recomputed by anyone; they prove nothing about sense)."""
+    view = View.of(blob, source, "GPT")
+    if not is_gpt(view):
         raise SeedfwError("no GPT header (\"EFI PART\") at LBA 1", source, f"offset 0x{SECTOR:x}")
-    (_sig, _rev, hsize, hcrc, _res, _cur, _alt, first, _last, disk, array_lba, count, esize,
-     ecrc) = _HEADER.unpack_from(blob, SECTOR)
-    if not 92 <= hsize <= SECTOR or esize < _ENTRY.size or count > 1024:
-        raise SeedfwError(f"GPT header size {hsize}, {count} entries of {esize} bytes", source,
+    (_sig, _rev, hsize, hcrc, _res, _cur, _alt, first, last, disk, array_lba, count, esize,
+     ecrc) = view.unpack(_HEADER, SECTOR, "GPT header")
+    if not 92 <= hsize <= SECTOR or not _ENTRY.size <= esize <= 4096 or esize % 8 or \
+            count > CAPS["gpt_entries"]:
+        raise SeedfwError(f"GPT header size {hsize}, {count} entries of {esize} bytes "
+                          f"(limit {CAPS['gpt_entries']} entries)", source,
                           f"offset 0x{SECTOR + 12:x}")
-    header = bytearray(blob[SECTOR:SECTOR + hsize])
+    disk_lbas = len(view) // SECTOR
+    if not 2 <= first <= last or last >= disk_lbas + (1 << 40) or array_lba < 2 or \
+            array_lba >= first:
+        raise SeedfwError(f"GPT usable LBAs {first}..{last} / entry array at LBA {array_lba} "
+                          f"are not a sane layout", source, f"offset 0x{SECTOR + 40:x}")
+    header = bytearray(view.bytes(SECTOR, hsize, "GPT header"))
     header[16:20] = b"\0\0\0\0"
-    array = blob[array_lba * SECTOR:array_lba * SECTOR + count * esize]
-    if len(array) != count * esize:
+    if not view.has(array_lba * SECTOR, count * esize):
         raise SeedfwError("GPT partition array runs past the end of the file", source,
                           f"offset 0x{array_lba * SECTOR:x}")
+    array = view.bytes(array_lba * SECTOR, count * esize)
     gpt = Gpt(str(uuid.UUID(bytes_le=disk)), zlib.crc32(header) == hcrc,
-              zlib.crc32(array) == ecrc, first)
+              zlib.crc32(array) == ecrc, first, last, _alt)
     for i in range(count):
         type_guid, guid, lo, hi, _attrs, name = _ENTRY.unpack_from(array, i * esize)
         if type_guid == bytes(16):
             continue
+        where = f"partition entry {i + 1}"
+        if not first <= lo <= hi <= last:
+            raise SeedfwError(f"LBA {lo}..{hi} is not inside the usable LBAs {first}..{last}",
+                              source, where)
         gpt.partitions.append(GptPartition(
             i + 1, name.decode("utf-16-le", errors="replace").split("\0")[0],
             str(uuid.UUID(bytes_le=type_guid)), str(uuid.UUID(bytes_le=guid)), lo, hi))
+    spans = sorted(gpt.partitions, key=lambda p: p.first_lba)
+    for a, b in zip(spans, spans[1:]):
+        if b.first_lba <= a.last_lba:
+            raise SeedfwError(f"partitions {a.index} and {b.index} overlap (LBA "
+                              f"{a.first_lba}..{a.last_lba} and {b.first_lba}..{b.last_lba})",
+                              source, f"partition entry {b.index}")
     return gpt

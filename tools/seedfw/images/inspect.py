@@ -15,10 +15,11 @@ from pathlib import Path
 
 from .. import dvfs, models
 from ..errors import SeedfwError
-from . import fdt, fit_sig, package
+from . import fdt, fit_sig, package, reading
 from .entries import F_ENCRYPTED, F_LZ4, MODEL_SUBTYPES, T_DVFS, T_MODEL
 
 HASH_ALGOS = {"sha256": hashlib.sha256, "sha1": hashlib.sha1, "md5": hashlib.md5}
+FDT_MAGIC = b"\xd0\x0d\xfe\xed"
 
 
 @dataclass
@@ -59,81 +60,113 @@ def find_pubkey(image: str | Path) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
+DECODE_ERRORS = (struct.error, IndexError, KeyError, ValueError, UnicodeDecodeError, TypeError,
+                 OverflowError, RecursionError, AttributeError, ZeroDivisionError)
+
+
 def inspect(path: str | Path, pubkey: str | Path | None = None, find_key: bool = True,
             keys: dict | None = None) -> Report:
     """Inspect a FIT or package; `pubkey` (a public-key DTB) makes FIT signatures checked.
 
     find_key: without `pubkey`, use the `<board>-pubkey.dtb` next to the image (find_pubkey).
     keys: {key name: (modulus, exponent)} to check signatures against instead of a DTB
-    (fit_sig.keys_from_cert: what flash uses)."""
+    (fit_sig.keys_from_cert: what flash uses).
+
+    The file is hostile input (docs/hostile-input.md): read through reading.read_input (regular
+    files only, size-capped, mapped), every structure bounded; any decode failure is one
+    SeedfwError naming the file, never a traceback."""
     path = Path(path)
+    buf = reading.read_input(path, "image")
     try:
-        blob = path.read_bytes()
-    except OSError as exc:
-        raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
+        return _inspect(path, buf, pubkey, find_key, keys)
+    except SeedfwError as exc:
+        if exc.file is None:           # raised by a helper that did not know the file
+            raise SeedfwError(exc.message, path, exc.field) from None
+        raise
+    except DECODE_ERRORS as exc:
+        # A backstop: every reader checks its ranges (reading.View), and the fuzz campaigns
+        # (seedfw.pyfuzz) found none of these; should one remain, it is still one line.
+        raise SeedfwError(f"damaged image: {type(exc).__name__}: {exc}", path) from None
+    except MemoryError:
+        raise SeedfwError("damaged image: a structure asked for more memory than there is",
+                          path) from None
+
+
+def _inspect(path, buf, pubkey, find_key, keys) -> Report:
+    view = reading.View(buf, source=path, what="image")
+    magic = view.peek(0, 4)
     found_key = None
-    if pubkey is None and keys is None and find_key and blob[:4] == b"\xd0\x0d\xfe\xed":
+    if pubkey is None and keys is None and find_key and magic == FDT_MAGIC:
         pubkey = found_key = find_pubkey(path)
     if pubkey is not None:
         try:
-            keys = fit_sig.load_keys(Path(pubkey).read_bytes(), pubkey)
-        except OSError as exc:
-            raise SeedfwError(f"cannot read: {exc.strerror}", pubkey) from None
-        except UnicodeDecodeError:
-            raise SeedfwError("damaged public-key DTB: a name is not UTF-8", pubkey) from None
-    if blob[:4] == b"\xd0\x0d\xfe\xed":
-        try:
-            report = _inspect_fit(path, blob, keys)
-            if found_key is not None:
-                report.notes.append(f"signatures checked with {found_key.name} (found next to "
-                                    f"the image)")
-            return report
-        except UnicodeDecodeError as exc:
-            # fdt.py decodes node/property names and string properties as UTF-8; a damaged
-            # strings block or name must be a clear error, not a traceback (found by
-            # tests/test_properties.py).
-            raise SeedfwError(f"damaged FIT image: a name or string is not UTF-8 "
-                              f"({bytes(exc.object[exc.start:exc.start + 8])!r} at byte "
-                              f"{exc.start} of it)", path) from None
-        except (struct.error, IndexError) as exc:
-            raise SeedfwError(f"damaged FIT image: a property is shorter than its type needs "
-                              f"({exc})", path) from None
-    if blob[:4] == b"SPKG":
-        return _inspect_package(path, blob)
+            keys = fit_sig.load_keys(reading.read_input(pubkey, "pubkey"), pubkey)
+        except SeedfwError as exc:
+            raise SeedfwError(exc.message, exc.file or pubkey, exc.field) from None
+        except DECODE_ERRORS as exc:
+            raise SeedfwError(f"damaged public-key DTB: {exc}", pubkey) from None
+    budget = reading.HashBudget(len(view), path)
+    if magic == FDT_MAGIC:
+        report = _inspect_fit(path, view, keys, budget)
+        if found_key is not None:
+            report.notes.append(f"signatures checked with {found_key.name} (found next to "
+                                f"the image)")
+        return report
+    if magic == b"SPKG":
+        report = _inspect_package(path, view, budget)
+        if keys is not None:
+            _no_signatures(report, "a seedfw boot package carries no signatures")
+        return report
     from . import boot_inspect          # RKNS boot images, GPT disk images, maskrom loaders
-    if boot_inspect.recognises(blob) or boot_inspect.placeholder_reason(path):
-        return boot_inspect.inspect(path, blob, Report, Row,
-                                    lambda p, b: _inspect_fit(p, b, None))
-    raise SeedfwError(f"not a FIT image or seedfw boot package (magic {blob[:4].hex()})", path,
+    if boot_inspect.recognises(view) or boot_inspect.placeholder_reason(path):
+        return boot_inspect.inspect(path, view, Report, Row,
+                                    lambda p, v: _inspect_fit(p, v, keys, budget),
+                                    keys=keys, budget=budget)
+    raise SeedfwError(f"not a FIT image or seedfw boot package (magic {magic.hex()})", path,
                       "offset 0x0")
 
 
-def _dvfs_detail(data: bytes) -> tuple[str, bool]:
+def _no_signatures(report: "Report", why: str) -> None:
+    """--key was given for something whose signatures cannot be checked: a failing row, never
+    silence (the user asked for a signature check and none happened)."""
+    report.rows.append(Row("signature", "signature", 0, 0, "none", False,
+                           f"--key given, but {why}: nothing to verify"))
+
+
+def _dvfs_detail(data) -> tuple[str, bool]:
     try:
-        t = dvfs.decode(data)
+        t = dvfs.decode(reading.View.of(data).bytes())
     except SeedfwError as exc:
         return f"bad DVFS table: {exc.message}", False
     except struct.error:
-        # dvfs.decode trusts the table's array offsets (a FIT's dvfs node is decoded even when
-        # its hash is wrong, to say what is in it): an offset past the end is a bad table.
         return "bad DVFS table: an array offset or count points past the table", False
     text = (f"{len(t['domains'])} domains, {t['opp_count']} opps, {len(t['hints'])} hints, "
             f"profile={t['default_profile']}, crc {'ok' if t['crc_ok'] else 'BAD'}")
     return text, t["crc_ok"]
 
 
-def _synthetic(model_type: str, stored: bytes, lz4: bool) -> str | None:
-    """models.synthetic_marker on a model entry's bytes (expanded first when stored as lz4blk;
-    a container that does not expand is reported by _lz4_detail, not here)."""
-    data = stored
+def _model_details(model_type: str, stored, lz4: bool, expected_size: int,
+                   budget) -> tuple[list[str], bool, str | None]:
+    """(details, ok, synthetic marker) of a model entry: an lz4blk container is expanded once
+    (capped: reading.CAPS lz4_output, and never beyond the size the entry declares)."""
+    data = reading.View.of(stored)
+    details, ok = [], True
     if lz4:
         from ..compress import container
-
         try:
-            data = container.read_container(stored)
-        except SeedfwError:
-            return None
-    return models.synthetic_marker(model_type, data)
+            info = container.parse_container(data.memory(), "lz4blk")
+            if info.original_size != expected_size:
+                raise SeedfwError(f"expands to {info.original_size} bytes, the entry says "
+                                  f"{expected_size}")
+            budget.expand(info.original_size, "lz4")
+            expanded = container.read_container(data.memory())
+        except SeedfwError as exc:
+            return [f"lz4 BAD: {exc.message}"], False, None
+        details.append("lz4 ok")
+        raw = expanded
+    else:
+        raw = data.bytes()
+    return details, ok, models.synthetic_marker(model_type, raw)
 
 
 def _rknn_detail(path: Path, node, data: bytes) -> str:
@@ -160,86 +193,93 @@ def _note_synthetic(report: "Report") -> None:
                             f"models; their own metadata says so): {', '.join(fake)}")
 
 
-def _lz4_detail(stored: bytes, expected_size: int) -> tuple[str, bool]:
-    """Expand an lz4blk container (the compression area's reader checks its crc32s too)."""
-    from ..compress import container
-
-    try:
-        data = container.read_container(stored)
-    except SeedfwError as exc:
-        return f"lz4 BAD: {exc.message}", False
-    if len(data) != expected_size:
-        return f"lz4 BAD: {len(data)} bytes, expected {expected_size}", False
-    return "lz4 ok", True
-
-
-def _inspect_package(path: Path, blob: bytes) -> Report:
-    pkg = package.decode(blob, path)
+def _inspect_package(path: Path, view, budget) -> Report:
+    pkg = package.decode(view, path)
     report = Report(path, "package")
     report.notes.append(f"{len(pkg.entries)} entries, {pkg.total_size} bytes, alignment "
                         f"{pkg.alignment}, header crc ok")
+    names = {v: k for k, v in MODEL_SUBTYPES.items()}
     for e in pkg.entries:
         detail = []
         ok = e.ok
         synthetic = None
+        data = view.sub(e.offset, e.size, f"entry {e.index}")
         if e.type_id == T_MODEL:
-            names = {v: k for k, v in MODEL_SUBTYPES.items()}
             detail.append(names.get(e.subtype, f"subtype {e.subtype}"))
-            synthetic = _synthetic(detail[-1], pkg.data(blob, e), bool(e.flags & F_LZ4))
+            more, lz4_ok, synthetic = _model_details(detail[-1], data, bool(e.flags & F_LZ4),
+                                                     e.uncompressed_size, budget)
             if synthetic:
                 detail.append("SYNTHETIC")
-        if e.flags & F_LZ4:
-            text, lz4_ok = _lz4_detail(pkg.data(blob, e), e.uncompressed_size)
-            detail.append(text)
+            detail += more
             ok = ok and lz4_ok
+        elif e.flags & F_LZ4:
+            detail.append("lz4 flag on a non-model entry: not checked")
+            ok = False
         if e.flags & F_ENCRYPTED:
             detail.append("encrypted")
         if not e.crc32_ok:
             detail.append("crc32 BAD")
-        if e.type_id == T_DVFS and e.ok:
-            text, crc_ok = _dvfs_detail(pkg.data(blob, e))
-            detail.append(text)
-            ok = ok and crc_ok
+        if e.type_id == T_DVFS:
+            if e.ok:
+                text, crc_ok = _dvfs_detail(data)
+                detail.append(text)
+                ok = ok and crc_ok
+            else:
+                detail.append("not decoded (hash BAD)")
         report.rows.append(Row(e.name, e.kind, e.uncompressed_size, e.size, "sha256+crc32",
                                ok, ", ".join(detail), bool(synthetic)))
     _note_synthetic(report)
     return report
 
 
-def _fit_data(node: fdt.Node, blob: bytes, fdt_size: int, path) -> bytes:
+def _fit_data(node: fdt.Node, view, fdt_size: int, path):
+    """The image's bytes as a View: embedded `data`, or external (data-position, or
+    data-offset after the 4-aligned end of the FDT, as mkimage -E writes)."""
+    field = f"/images/{node.name}"
+    external = [p for p in ("data-position", "data-offset") if p in node.props]
+    if "data" in node.props and external:
+        # U-Boot takes the external data (fit_image_get_data_and_size), we would hash `data`:
+        # the two readings must not differ, so such a node is refused.
+        raise SeedfwError(f"image '{node.name}' has both embedded data and {external[0]} "
+                          f"(U-Boot would load the external bytes): refused", path, field)
     if "data" in node.props:
-        return node.props["data"]
-    size = node.u32("data-size")
-    if size is None:
-        raise SeedfwError(f"image '{node.name}' has no data", path)
-    if "data-position" in node.props:
-        start = node.u32("data-position")
-    else:  # external data (mkimage -E): offsets count from the 4-aligned end of the FDT
-        start = ((fdt_size + 3) & ~3) + (node.u32("data-offset") or 0)
-    if start + size > len(blob):
-        raise SeedfwError(f"image '{node.name}': external data runs past the end of the file", path)
-    return blob[start:start + size]
+        data = reading.View.of(node.props["data"], path)
+    else:
+        size = node.u32("data-size")
+        if size is None:
+            raise SeedfwError(f"image '{node.name}' has no data", path, field)
+        if "data-position" in node.props:
+            start = node.u32("data-position")
+        else:
+            start = ((fdt_size + 3) & ~3) + (node.u32("data-offset") or 0)
+        if start is None or start + size > len(view):
+            raise SeedfwError(f"image '{node.name}': external data runs past the end of the "
+                              f"file", path, field)
+        data = view.sub(start, size, field)
+    return data                 # (a window: costs nothing until hashed — budget.spend there)
 
 
-def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
-    root = fdt.parse(blob, path)
-    fdt_size = struct.unpack_from(">I", blob, 4)[0]
+def _inspect_fit(path: Path, view, keys: dict | None, budget) -> Report:
+    view = reading.View.of(view, path, "FIT")
+    root = fdt.parse(view, path)
+    fdt_size = view.u32be(4, "offset 0x4")
     images = root.children.get("images")
     if images is None:
         raise SeedfwError("FIT has no /images node", path)
+    reading.cap("fit_images", len(images.children), path, "/images", "images in the FIT:")
     report = Report(path, "fit")
     if root.u32("timestamp") is not None:
         report.notes.append(f"timestamp {root.u32('timestamp')}")
     for node in images.children.values():
-        data = _fit_data(node, blob, fdt_size, path)
+        data = _fit_data(node, view, fdt_size, path)
         hashes = [h for n, h in node.children.items() if n.startswith("hash")]
         ok = bool(hashes)
         algos = []
         for h in hashes:
             algo = h.str("algo", "")
-            fn = HASH_ALGOS.get(algo)
             algos.append(algo)
-            ok = ok and fn is not None and fn(data).digest() == h.props.get("value")
+            ok = ok and algo in HASH_ALGOS and data.digest(algo) == h.props.get("value")
+            budget.spend(len(data), f"/images/{node.name}/{h.name}")
         size = len(data)
         if node.str("seedfw,compression"):
             size = node.u32("seedfw,uncompressed-size") or size
@@ -248,32 +288,37 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
         if node.str("seedfw,model-type"):
             kind = "model"
             detail.append(node.str("seedfw,model-type"))
-            synthetic = _synthetic(detail[-1], data, node.str("seedfw,compression") == "lz4blk")
+            more, lz4_ok, synthetic = _model_details(
+                detail[-1], data, node.str("seedfw,compression") == "lz4blk", size, budget)
             if synthetic:
                 detail.append("SYNTHETIC")
             if "seedfw,encrypted" in node.props:
                 detail.append("encrypted")
             elif detail[0] == "rknn" and node.str("seedfw,compression") != "lz4blk":
-                detail.append(_rknn_detail(path, node, data))
-            if node.str("seedfw,compression") == "lz4blk":
-                text, lz4_ok = _lz4_detail(data, size)
-                detail.append(text)
-                ok = ok and lz4_ok
+                detail.append(_rknn_detail(path, node, data.bytes()))
+            detail += more
+            ok = ok and lz4_ok
         elif node.str("type") == "flat_dt":
             kind = "fdt"
         elif node.name == "dvfs":
             kind = "dvfs"
-            text, crc_ok = _dvfs_detail(data)
-            detail.append(text)
-            ok = ok and crc_ok
+            if ok:            # a table whose hash is wrong is not decoded (it is untrusted)
+                text, crc_ok = _dvfs_detail(data)
+                detail.append(text)
+                ok = ok and crc_ok
+            else:
+                detail.append("not decoded (hash BAD)")
         else:
             kind = node.str("type", "?")
         if node.u32("load") is not None:
             detail.append(f"load 0x{node.u32('load'):x}")
+        if not hashes:
+            detail.append("no hash node: cannot be checked")
         report.rows.append(Row(node.name, kind, size, len(data), "+".join(algos) or "none", ok,
                                ", ".join(d for d in detail if d), bool(synthetic)))
     _note_synthetic(report)
     configs = root.children.get("configurations")
+    blob = view.bytes(0, fdt_size) if keys is not None else None
     for conf in (configs.children.values() if configs else ()):
         refs = [conf.str(k) for k in ("firmware", "kernel", "fdt") if conf.str(k)]
         refs += conf.strings("loadables")
@@ -301,26 +346,35 @@ def _inspect_fit(path: Path, blob: bytes, keys: dict | None) -> Report:
             if not results:
                 report.rows.append(Row(f"{conf.name}", "signature", 0, 0, "none", False,
                                        "unsigned, but a public key was given"))
+    if keys is not None and not (configs and configs.children):
+        _no_signatures(report, "the FIT has no configuration to verify")
     return report
 
 
 def render(report: Report, console=None) -> None:
-    """Print the report as a rich table."""
+    """Print the report as a rich table. Every string that came from the file is a plain Text
+    with control characters escaped (reading.plain): a node named `[/x]` or holding an ESC
+    sequence is shown, never interpreted (--json prints the raw strings)."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
+
+    def t(value, style=None) -> Text:
+        return Text(reading.plain(value), style=style or "")
 
     from .. import textout
 
     console = console or Console()
-    cells = [(r.name, r.type, str(r.size), str(r.stored_size), r.hash_algo,
-              "ok" if r.hash_ok else "BAD", r.detail) for r in report.rows]
+    # names from the file are shown plain: no markup, no control characters
+    cells = [tuple(reading.plain(x) for x in (r.name, r.type, str(r.size), str(r.stored_size),
+                                             r.hash_algo, "ok" if r.hash_ok else "BAD", r.detail))
+             for r in report.rows]
     header = ("name", "type", "size", "stored", "hash", "ok", "detail")
     # The boxed table only when it fits whole (3 columns of borders and padding per cell);
     # narrower, or piped, one record per entry so no cell is ever cut or wrapped.
     if textout.natural_width(cells, header) + 3 * len(header) + 1 - 2 * (len(header) - 1) \
             > console.width:
-        console.print(f"{report.path.name} ({report.format})", markup=False, highlight=False)
+        console.print(t(f"{report.path.name} ({report.format})"))
         records = textout.records(
             [(c[5], c[0], c[1], c[2], c[3], c[4], c[6]) for c in cells], first=2,
             labels=(None, "size", "stored", "hash", None), cols=console.width)
@@ -328,21 +382,20 @@ def render(report: Report, console=None) -> None:
             style = "bold red" if line.startswith("BAD") else None
             console.print(line, markup=False, highlight=False, style=style, soft_wrap=True)
     else:
-        table = Table(title=f"{report.path.name} ({report.format})")
+        table = Table(title=t(f"{report.path.name} ({report.format})"))
         for col, kw in (("name", {}), ("type", {}), ("size", {"justify": "right"}),
                         ("stored", {"justify": "right"}), ("hash", {}), ("ok", {}),
                         ("detail", {})):
             table.add_column(col, **kw)
         for c in cells:
-            table.add_row(*map(escape, c[:5]), "[green]ok[/green]" if c[5] == "ok"
-                          else "[bold red]BAD[/bold red]", escape(c[6]))
+            table.add_row(*map(t, c[:5]), t("ok", "green") if c[5] == "ok" else t("BAD", "bold red"),
+                          t(c[6]))
         console.print(table)
     for note in report.notes:
         # the synthetic-model note is a warning a reader must not skim past
         if "SYNTHETIC" in note:
-            console.print(f"[bold yellow]warning:[/] {escape(note)}")
+            console.print(Text.assemble(("warning:", "bold yellow"), " ", reading.plain(note)))
         else:
-            console.print(note)
+            console.print(t(note))
     console.print("all hashes ok" if report.ok else
-                  f"[bold red]{sum(not r.hash_ok for r in report.rows)} entries FAILED[/bold red]")
-
+                  t(f"{sum(not r.hash_ok for r in report.rows)} entries FAILED", "bold red"))

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import SeedfwError
 from ..util import write_bytes
 from .entries import T_DVFS, TYPE_NAMES, Entry
+from .reading import CAPS, View
 
 MAGIC = 0x474B5053
 VERSION = 1
@@ -100,16 +101,21 @@ class Package:
     alignment: int
     entries: tuple[PackageEntry, ...]
 
-    def data(self, blob: bytes, entry: PackageEntry) -> bytes:
-        return blob[entry.offset:entry.offset + entry.size]
+    def data(self, blob, entry: PackageEntry) -> bytes:
+        return bytes(View.of(blob).bytes(entry.offset, entry.size, f"entry {entry.index}"))
 
 
-def decode(blob: bytes, source="boot package") -> Package:
-    """Validate structure (raises SeedfwError) and check every entry's hashes (reported)."""
-    if len(blob) < HEADER.size:
-        raise SeedfwError(f"{len(blob)} bytes is shorter than the {HEADER.size}-byte header", source)
+def decode(blob, source="boot package") -> Package:
+    """Validate structure (raises SeedfwError) and check every entry's hashes (reported).
+
+    `blob`: bytes, an mmap or a reading.View. Hostile input (docs/hostile-input.md): the entry
+    count is capped and overlapping entries are refused before anything is hashed, so no
+    table can make the hashing cost more than the file's size."""
+    view = View.of(blob, source, "boot package")
+    if len(view) < HEADER.size:
+        raise SeedfwError(f"{len(view)} bytes is shorter than the {HEADER.size}-byte header", source)
     magic, version, header_size, entry_size, count, total, align, _flags, crc, _r = \
-        HEADER.unpack_from(blob)
+        view.unpack(HEADER, 0, "offset 0x0")
     if magic != MAGIC:
         raise SeedfwError(f"bad magic 0x{magic:08x} (expected 0x{MAGIC:08x} 'SPKG')", source,
                           "offset 0x0")
@@ -118,35 +124,45 @@ def decode(blob: bytes, source="boot package") -> Package:
     if header_size != HEADER.size or entry_size != ENTRY.size:
         raise SeedfwError(f"header/entry size {header_size}/{entry_size}, expected "
                           f"{HEADER.size}/{ENTRY.size}", source, "offset 0x6")
+    if count > CAPS["package_entries"]:
+        raise SeedfwError(f"{count} entries is over the limit of {CAPS['package_entries']}",
+                          source, "offset 0xa")
     table_end = header_size + entry_size * count
-    if total > len(blob) or table_end > total:
+    if total > len(view) or table_end > total:
         raise SeedfwError(f"total_size {total} (table ends at {table_end}) does not fit the "
-                          f"{len(blob)} bytes present", source, "offset 0xc")
-    zeroed = bytearray(blob[:table_end])
+                          f"{len(view)} bytes present", source, "offset 0xc")
+    zeroed = bytearray(view.bytes(0, table_end))
     struct.pack_into("<I", zeroed, HEADER_CRC_OFFSET, 0)
     if zlib.crc32(zeroed) != crc:
         raise SeedfwError(f"header crc32 0x{crc:08x} does not match 0x{zlib.crc32(zeroed):08x}: "
                           f"the entry table is damaged", source, f"offset 0x{HEADER_CRC_OFFSET:x}")
     if align == 0 or align & (align - 1):
         raise SeedfwError(f"alignment {align} is not a power of two", source, "offset 0x10")
-    entries = []
+    rows = []
     spans = []
     for i in range(count):
         at = header_size + i * entry_size
-        t, sub, flags, name, off, size, usize, ecrc, sha = ENTRY.unpack_from(blob, at)
+        row = view.unpack(ENTRY, at, f"offset 0x{at:x}")
+        t, sub, flags, name, off, size, usize, ecrc, sha = row
         label = name.split(b"\0", 1)[0].decode(errors="replace")
         if off % align or off < table_end or off + size > total:
             raise SeedfwError(f"entry {i} '{label}': offset {off} size {size} is misaligned or "
                               f"outside the package", source, f"offset 0x{at:x}")
         spans.append((off, off + size, label))
-        data = blob[off:off + size]
-        entries.append(PackageEntry(i, t, sub, flags, label, off, size, usize, ecrc, sha,
-                                    hashlib.sha256(data).digest() == sha,
-                                    zlib.crc32(data) == ecrc))
+        rows.append((i, label, row))
     spans.sort()
     for (a0, a1, an), (b0, _b1, bn) in zip(spans, spans[1:]):
         if b0 < a1:
             raise SeedfwError(f"entries '{an}' and '{bn}' overlap", source)
+    entries = []
+    for i, label, (t, sub, flags, _name, off, size, usize, ecrc, sha) in rows:
+        data = view.sub(off, size, f"entry {i}")
+        crc_now = 0
+        mem = data.memory()
+        for at in range(0, size, 4 << 20):
+            crc_now = zlib.crc32(mem[at:at + (4 << 20)], crc_now)
+        entries.append(PackageEntry(i, t, sub, flags, label, off, size, usize, ecrc, sha,
+                                    data.digest("sha256") == sha, crc_now == ecrc))
     return Package(total, align, tuple(entries))
 
 

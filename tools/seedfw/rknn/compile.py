@@ -174,7 +174,7 @@ def onnx_source(entry: dict, manifest: Path, where, field: str, log=None) -> tup
 def ensure(entry: dict, values: dict, target: str, manifest: Path, field: str,
            progress=print, log: Path | None = None) -> Compiled:
     """The compiled model for one manifest entry: from the cache, else compiled now."""
-    from .. import models                       # the ONNX framing check lives there
+    from .. import model_format as models       # the ONNX framing check lives there
     spec = entry["compile"]
     name = entry["name"]
     where = manifest

@@ -1,6 +1,6 @@
 """The .rknn reader: what a compiled model says about itself, checked against the board.
 
-Layout (seedfw.models.check_rknn parses the framing; firmware/include/seedfw/rknn.h is the C
+Layout (seedfw.model_format.check_rknn parses the framing; firmware/include/seedfw/rknn.h is the C
 definition the agent uses): "RKNN" + 4 pad | u64 format version | u64 payload length L | header
 to 64 bytes | L payload bytes (a FlatBuffer whose file identifier "RKNN" sits at payload offset 4)
 | u64 JSON length | JSON. rknn-toolkit2 2.5.0 writes format version 6 and a JSON with
@@ -39,7 +39,7 @@ class RknnFile:
 def read(data: bytes, source) -> RknnFile:
     """Parse a compiled model; SeedfwError naming `source` and the field on anything unexpected.
     Bounded: check_rknn refuses a trailing JSON over models.RKNN_MAX_JSON before parsing it."""
-    from ..models import check_rknn
+    from ..model_format import check_rknn
     info = check_rknn(data, source)
     if info.encrypted:
         raise SeedfwError("encrypted RKNN model: its target cannot be checked", source, "magic")
