@@ -26,6 +26,7 @@ STAGES = [
     "seedfw.images.steps",        # DVFS tables + hints, models, FIT / boot package
     "seedfw.images.rockchip",     # rk3588: binman → u-boot-rockchip.bin & co., checked
     "seedfw.buildroot.osimage",   # OS FIT (kernel + Buildroot initramfs) for U-Boot's "boot" part.
+    "seedfw.os_root",             # ext4 root: kernel module closure + the initramfs that loads it
     "seedfw.buildroot.rk3588_os", # rk3588: kernel, DT + OPP overlay, extlinux.conf for "boot"
     "seedfw.images.disk",         # GPT disk image (genimage) + .bmap
     "seedfw.images.loader",       # rk3588: maskrom loader (rkdeveloptool db) from rkbin's recipe

@@ -46,7 +46,7 @@ from .. import util
 from ..errors import SeedfwError
 from ..packages import BootArtifact, Package
 
-VERSION = "3"            # 3: the OS's boot.ext4 (rk3588), Buildroot's rootfs as ext4
+VERSION = "4"            # 4: the ext4 root's modules and boot package; 3: boot.ext4 (rk3588)
 MIB = 1 << 20
 UBOOT_OFFSET = 32 * 1024
 FIRMWARE_OFFSET = 16 * MIB
@@ -272,23 +272,34 @@ _STAGE = """set -e
 umask 022
 cd "$1"
 if [ -n "$2" ]; then cpio -idm --quiet --no-absolute-filenames < "$2"; fi
-shift 2
-while [ $# -gt 0 ]; do install -D -m 0644 "$1" "boot/$2"; shift 2; done
+if [ -n "$3" ]; then tar -x --keep-directory-symlink --no-same-permissions -f "$3"; fi
+shift 3
+while [ $# -gt 0 ]; do install -D -m 0644 "$1" "$2"; shift 2; done
 """
 
 
 def stage_tree(ctx, root: Path, state: Path, log) -> None:
     """The tree genimage copies into the ext4 images: Buildroot's rootfs.cpio unpacked (or
-    nothing: the placeholder), the OS's boot files under boot/ (the "boot" mountpoint)."""
+    nothing: the placeholder) with what the ext4 root adds (kernel modules, the boot package:
+    seedfw.os_root.rootfs_additions), the OS's boot files under boot/ (the "boot" mountpoint)."""
     os.chmod(root, 0o755)
     cpio = rootfs_cpio(ctx)
+    tar, extra = _rootfs_additions(ctx)
     pairs = []
     for dest, name in boot_files(ctx).items():
-        pairs += [_needed(ctx, name), dest]
+        pairs += [_needed(ctx, name), f"boot/{dest}"]
+    for dest, path in extra.items():
+        pairs += [_needed(ctx, path.name), dest]
     plan_mod.run_command(["fakeroot", "-s", state, "--", "sh", "-c", _STAGE, "stage",
                           root.absolute(), _needed(ctx, cpio.name).absolute() if cpio else "",
+                          _needed(ctx, tar.name).absolute() if tar else "",
                           *(Path(x).absolute() if i % 2 == 0 else x for i, x in enumerate(pairs))],
                          log=log)
+
+
+def _rootfs_additions(ctx):
+    from .. import os_root
+    return os_root.rootfs_additions(ctx)
 
 
 def times_script(tree: Path, skip=frozenset()) -> str:
@@ -325,6 +336,8 @@ def add_steps(plan, ctx) -> list[Path]:
     if own_fit(ctx) and os_image(ctx):
         sources.append(os_image(ctx))
     sources += list(boot_files(ctx).values())
+    tar, extra = _rootfs_additions(ctx)
+    sources += [p.name for p in ([tar] if tar else []) + list(extra.values())]
     if rootfs_cpio(ctx) is not None:
         sources.append(rootfs_cpio(ctx).name)
 
@@ -338,7 +351,8 @@ def add_steps(plan, ctx) -> list[Path]:
         step.install(make(ctx, ctx.build_dir("disk"), step.log,
                           lambda m: ctx.progress(f"  disk: {m}")))
 
-    deps = tuple(s for s in ("image.pack", "uboot.binman", "os.fit", "os.rk3588", "buildroot.build")
+    deps = tuple(s for s in ("image.pack", "uboot.binman", "os.fit", "os.rk3588", "buildroot.build",
+                             "os.modules")
                  if s in plan.steps)
     plan.add(plan_mod.Step("disk.image", run, deps=deps, inputs=inputs, version=VERSION,
                            package="disk", outputs=tuple(out)))

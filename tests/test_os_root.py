@@ -1,0 +1,242 @@
+"""The rk3588 OS with its root on the ext4 "rootfs" partition (seedfw.os_root, os_modules,
+initramfs; docs/os.md).
+
+Fast tests: the module closure, the cpio writer/reader, the ELF reader, the /init script.
+Slow tests share the session's default rk3588 build (conftest.py `rk3588_build`: the
+defconfig turns the OS on) and prove it in emulation: the image's OWN kernel, initramfs and
+ext4 rootfs partition, cut out of the built disk image at the GPT's offsets, boot on QEMU virt
+(-cpu cortex-a72, TCG) down to `agent: ok`. What differs from the board, and nothing else:
+  DIFFERENCE_DTB      QEMU virt's own DT (dumpdtb) + the build's OPP overlay (fdtoverlay, as
+                      the build does to Debian's rk3588-rock-5b.dtb) instead of that DT
+  DIFFERENCE_STORAGE  virtio_blk (Kconfig OS_MODULES_EMULATION, in the same initramfs) drives
+                      the root disk instead of sdhci_of_dwcmshc / dw_mmc_rockchip
+Negative controls: one corrupted block of the boot package the agent reads from the rootfs;
+an initramfs without virtio_blk.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import re
+import shutil
+import subprocess
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+import builds
+from seedfw import boards, initramfs, os_modules, os_root
+from seedfw.errors import SeedfwError
+from seedfw.images import gpt
+
+DIFFERENCE_DTB = "QEMU virt's own DT (dumpdtb) with the build's images/dvfs/opp.dtbo applied"
+DIFFERENCE_STORAGE = "virtio_blk (OS_MODULES_EMULATION) instead of sdhci_of_dwcmshc/dw_mmc_rockchip"
+QEMU = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-m", "1024", "-smp", "2"]
+RELEASE = "6.12.117+deb13-arm64"
+ROOT_MODULES = ["sdhci", "sdhci_pltfm", "cqhci", "sdhci_of_dwcmshc", "dw_mmc", "dw_mmc_pltfm",
+                "dw_mmc_rockchip", "gpio_rockchip", "spi_rockchip", "rk808_regulator",
+                "crc32c_generic", "crc16", "mbcache", "jbd2", "ext4", "virtio_blk"]
+
+
+# ---- fast ---------------------------------------------------------------------------------------
+
+DEP = """kernel/fs/ext4/ext4.ko.xz: kernel/lib/crc16.ko.xz kernel/fs/mbcache.ko.xz kernel/fs/jbd2/jbd2.ko.xz
+kernel/lib/crc16.ko.xz:
+kernel/fs/mbcache.ko.xz:
+kernel/fs/jbd2/jbd2.ko.xz:
+kernel/crypto/crc32c_generic.ko.xz:
+kernel/drivers/block/virtio_blk.ko.xz:
+kernel/drivers/net/unused.ko.xz:
+"""
+
+
+def test_closure_follows_modules_dep_and_softdeps():
+    dep = os_modules.parse_dep(DEP)
+    aliases = os_modules.parse_aliases("alias crypto-crc32c crc32c_generic\nalias pci:v*d* x\n")
+    soft = {"kernel/fs/ext4/ext4.ko.xz": (["crypto-crc32c", "no-such-thing"], [])}
+    mods = os_modules.closure([("ext4", "OS_MODULES"), ("virtio-blk", "OS_MODULES_EMULATION"),
+                               ("mmc_block", "OS_MODULES")], dep, {"mmc_block"}, aliases,
+                              lambda p: soft.get(p, ([], [])))
+    assert mods.order == ["crc32c_generic", "crc16", "mbcache", "jbd2", "ext4", "virtio_blk"]
+    assert mods.why["crc32c_generic"] == "softdep (pre) of ext4"
+    assert mods.why["jbd2"] == "needed by ext4" and mods.why["virtio_blk"] == "OS_MODULES_EMULATION"
+    assert mods.builtin == ["mmc_block"] and "unused" not in mods.files
+    assert os_modules.parse_softdep("pre: crypto-crc32c\npost: a b\n") == (["crypto-crc32c"],
+                                                                            ["a", "b"])
+
+
+def test_an_unknown_module_is_one_line_naming_the_option():
+    with pytest.raises(SeedfwError) as err:
+        os_modules.closure([("ext5", "OS_MODULES")], os_modules.parse_dep(DEP), set(), {},
+                           lambda p: ([], []), (Path("out/.config"), "CONFIG_OS_MODULES"))
+    assert str(err.value) == ("out/.config: CONFIG_OS_MODULES: the kernel has no module 'ext5' "
+                              "(not in its modules.dep nor modules.builtin)")
+
+
+def test_cpio_round_trip_and_a_truncated_archive():
+    entries = [initramfs.Entry("bin", 0o040755), initramfs.Entry("dev/console", 0o020600,
+                                                                rdev=(5, 1)),
+               initramfs.Entry("bin/sh", 0o120777, b"busybox"),
+               initramfs.Entry("init", 0o100755, b"#!/bin/sh\n")]
+    blob = initramfs.write_cpio(entries)
+    back = initramfs.read_cpio(blob)
+    assert [(e.path, e.mode, e.data, e.rdev) for e in back.values()] == \
+        [(e.path, e.mode, e.data, e.rdev) for e in entries]
+    # The host's cpio reads ours: names, and the device node's numbers.
+    listing = subprocess.run(["cpio", "-tv", "--quiet"], input=blob, capture_output=True)
+    assert listing.returncode == 0
+    assert re.search(rb"crw------- .* 5, +1 .* dev/console", listing.stdout)
+    with pytest.raises(SeedfwError) as err:
+        initramfs.read_cpio(blob[:200], "x.cpio")
+    assert "x.cpio" in str(err.value)
+
+
+def test_elf_reader_agrees_with_readelf():
+    host = Path(shutil.which("cpio")).resolve()
+    interp, needed = initramfs.elf_deps(host.read_bytes())
+    out = subprocess.run(["readelf", "-lW", "-d", host], capture_output=True, text=True).stdout
+    assert interp == re.search(r"interpreter: (\S+)\]", out).group(1)
+    assert needed == re.findall(r"\(NEEDED\)\s+Shared library: \[(\S+)\]", out)
+
+
+def test_init_script_is_valid_shell_and_names_its_modules():
+    text = initramfs.init_script(["jbd2", "ext4", "virtio_blk"], 7)
+    assert 'MODULES="jbd2 ext4 virtio_blk"' in text and "WAIT=7" in text
+    assert subprocess.run(["sh", "-n"], input=text.encode()).returncode == 0
+
+
+def test_the_kernel_command_line_names_the_rootfs_partition_only(tmp_path):
+    ctx = types.SimpleNamespace(board=boards.get("rk3588"), values={})
+    args = os_root.kernel_args(ctx)
+    assert args == f"root=PARTUUID={os_root.partuuid(ctx)} rootwait panic=-1"
+    assert "console=" not in args       # from the DT's stdout-path, board and QEMU alike
+
+
+# ---- slow: the default rk3588 build -------------------------------------------------------------
+
+def _partition(disk: Path, name: str, dest: Path) -> Path:
+    data = disk.read_bytes()
+    p = gpt.parse(data).partition(name)
+    dest.write_bytes(data[p.offset:p.offset + p.size])
+    return dest
+
+
+def _debugfs(image: Path, command: str) -> bytes:
+    return subprocess.run(["debugfs", "-R", command, image], capture_output=True,
+                          check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def os_parts(rk3588_build, tmp_path_factory):
+    """The kernel, initramfs, extlinux.conf and rootfs partition, out of the built disk image."""
+    d = tmp_path_factory.mktemp("os-parts")
+    disk = builds.image(rk3588_build, "rk3588-disk.img")
+    boot = _partition(disk, "boot", d / "boot.ext4")
+    parts = {"rootfs": _partition(disk, "rootfs", d / "rootfs.ext4"), "dir": d}
+    for name in ("Image", "initramfs.cpio", "extlinux/extlinux.conf"):
+        parts[name] = d / Path(name).name
+        parts[name].write_bytes(_debugfs(boot, f"cat /{name}"))
+    append = next(line.split(None, 1)[1] for line in
+                  parts["extlinux/extlinux.conf"].read_text().splitlines()
+                  if line.strip().startswith("append"))
+    parts["append"] = append
+    # DIFFERENCE_DTB: QEMU's own DT for exactly this machine, plus the build's OPP overlay.
+    subprocess.run(QEMU + ["-machine", f"dumpdtb={d / 'virt.dtb'}", "-display", "none"],
+                   check=True, capture_output=True)
+    subprocess.run(["fdtoverlay", "-i", d / "virt.dtb", "-o", d / "virt-opp.dtb",
+                    builds.image(rk3588_build, "dvfs/opp.dtbo")], check=True)
+    parts["dtb"] = d / "virt-opp.dtb"
+    return parts
+
+
+def boot(parts, rootfs: Path, initrd: Path, log: Path, timeout: float = 400.0) -> tuple[str, float]:
+    cmd = QEMU + ["-kernel", parts["Image"], "-initrd", initrd, "-dtb", parts["dtb"],
+                  "-append", parts["append"], "-display", "none", "-monitor", "none",
+                  "-serial", f"file:{log}", "-no-reboot",
+                  "-drive", f"file={rootfs},format=raw,if=none,id=root",
+                  "-device", "virtio-blk-pci,drive=root"]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
+    seconds = time.monotonic() - start
+    text = log.read_text(errors="replace")
+    print(f"QEMU boot (emulated, TCG, not board time): {seconds:.1f} s, exit {proc.returncode}")
+    print("\n".join(line for line in text.splitlines() if line.startswith(("init:", "agent:"))))
+    return text, seconds
+
+
+@pytest.mark.slow
+def test_modules_in_rootfs_and_initramfs_are_the_modules_dep_closure(rk3588_build, os_parts):
+    info = json.loads(builds.image(rk3588_build, "os-modules.json").read_text())
+    assert info["release"] == RELEASE and info["order"] == ROOT_MODULES
+    rootfs = os_parts["rootfs"]
+    dep_text = _debugfs(rootfs, f"cat /lib/modules/{RELEASE}/modules.dep").decode()
+    dep = os_modules.parse_dep(dep_text)
+    assert sorted(os_modules.module_name(p) for p in dep) == sorted(ROOT_MODULES)
+    # depmod's index in the rootfs closes over itself: every dependency is in it
+    assert all(d in dep for deps in dep.values() for d in deps)
+    assert dep["kernel/fs/ext4/ext4.ko.xz"] == ["kernel/lib/crc16.ko.xz",
+                                                "kernel/fs/mbcache.ko.xz",
+                                                "kernel/fs/jbd2/jbd2.ko.xz"]
+    cpio = initramfs.read_cpio(os_parts["initramfs.cpio"].read_bytes())
+    kos = sorted(p.removeprefix("lib/modules/").removesuffix(".ko") for p in cpio
+                 if p.startswith("lib/modules/") and p.endswith(".ko"))
+    assert kos == sorted(ROOT_MODULES)
+    ext4_xz = _debugfs(rootfs, f"cat /lib/modules/{RELEASE}/kernel/fs/ext4/ext4.ko.xz")
+    assert cpio["lib/modules/ext4.ko"].data == lzma.decompress(ext4_xz)
+    assert cpio["init"].data.decode().count(f'MODULES="{" ".join(ROOT_MODULES)}"') == 1
+    # Negative control: the kernel's full module set stays out (4,350 modules in the package).
+    lsdir = _debugfs(rootfs, f"ls -p /lib/modules/{RELEASE}/kernel/drivers/mmc/host").decode()
+    assert "sdhci-msm.ko.xz" not in lsdir and "sdhci-of-dwcmshc.ko.xz" in lsdir
+    conf = os_parts["extlinux/extlinux.conf"].read_text()
+    table = gpt.parse(builds.image(rk3588_build, "rk3588-disk.img").read_bytes())
+    assert "\tinitrd /initramfs.cpio\n" in conf
+    assert f"\tappend root=PARTUUID={table.partition('rootfs').guid} rootwait panic=-1\n" in conf
+
+
+@pytest.mark.slow
+def test_qemu_boots_the_images_own_os_from_its_ext4_root(os_parts):
+    text, seconds = boot(os_parts, os_parts["rootfs"], os_parts["initramfs.cpio"],
+                         os_parts["dir"] / "boot.log")
+    uuid = os_parts["append"].split("root=PARTUUID=")[1].split()[0]
+    for line in ("init: loaded 16 modules",
+                 f"init: root PARTUUID={uuid} is /dev/vda3; mounting it (ext4, ro)",
+                 "init: switch_root to /dev/vda3 (/sbin/init)",
+                 "agent: dt opp: cpu-little 4 opps match dvfs table",
+                 "agent: ok"):
+        assert line in text, (line, DIFFERENCE_DTB, DIFFERENCE_STORAGE)
+    assert re.search(r"EXT4-fs \(vda3\): mounted filesystem [0-9a-f-]+ ro", text)
+    assert "agent: FAILED" not in text
+
+
+@pytest.mark.slow
+def test_one_corrupted_block_of_the_boot_package_fails_the_agent(rk3588_build, os_parts):
+    from seedfw.images import package
+    bad = os_parts["dir"] / "rootfs-bad.ext4"
+    shutil.copyfile(os_parts["rootfs"], bad)
+    blocks = [int(b) for b in _debugfs(bad, f"blocks {os_root.PACKAGE_PATH}").split()]
+    pkg = package.decode(builds.image(rk3588_build, "rk3588-boot.pkg").read_bytes())
+    victim = max(pkg.entries, key=lambda e: e.size)       # the largest model
+    index = (victim.offset + victim.size // 2) // 4096    # the file block in its middle
+    data = bytearray(bad.read_bytes())
+    data[blocks[index] * 4096 + 100] ^= 0x01
+    bad.write_bytes(bytes(data))
+    text, _ = boot(os_parts, bad, os_parts["initramfs.cpio"], os_parts["dir"] / "bad.log")
+    assert "init: switch_root to /dev/vda3 (/sbin/init)" in text
+    assert f"agent: {victim.kind} {victim.name} sha256 BAD" in text
+    assert "agent: FAILED, 1 errors" in text and "agent: ok" not in text
+
+
+@pytest.mark.slow
+def test_an_initramfs_without_the_storage_module_says_so(os_parts):
+    blob = initramfs.without(os_parts["initramfs.cpio"].read_bytes(), {"lib/modules/virtio_blk.ko"})
+    initrd = os_parts["dir"] / "no-virtio.cpio"
+    initrd.write_bytes(blob)
+    text, _ = boot(os_parts, os_parts["rootfs"], initrd, os_parts["dir"] / "novirtio.log")
+    uuid = os_parts["append"].split("root=PARTUUID=")[1].split()[0]
+    assert "init: module virtio_blk is not in this initramfs" in text
+    assert (f"init: root device PARTUUID={uuid} did not appear in 15 s (modules missing from "
+            "the initramfs: virtio_blk)") in text
+    assert "agent:" not in text
