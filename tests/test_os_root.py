@@ -240,3 +240,21 @@ def test_an_initramfs_without_the_storage_module_says_so(os_parts):
     assert (f"init: root device PARTUUID={uuid} did not appear in 15 s (modules missing from "
             "the initramfs: virtio_blk)") in text
     assert "agent:" not in text
+
+
+def test_ext4_listing_is_bounded(tmp_path):
+    from seedfw.images import ext4_list
+    tree = tmp_path / "t"
+    (tree / "a" / "b" / "c" / "d").mkdir(parents=True)
+    (tree / "many").mkdir()
+    for i in range(30):
+        (tree / "many" / f"f{i:02}").write_text("x" * i)
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", tree, tmp_path / "fs", "4M"], check=True)
+    files, more = ext4_list.listing((tmp_path / "fs").read_bytes())
+    paths = [f.path for f in files]
+    assert paths[:3] == ["/a", "/lost+found", "/many"] and "/a/b/c" in paths
+    assert "/a/b/c/d" not in paths                        # MAX_DEPTH levels
+    assert [p for p in paths if p.startswith("/many/")] == [f"/many/f{i:02}" for i in range(16)]
+    assert more == 14 and next(f for f in files if f.path == "/many/f07").size == 7
+    # Hostile input: not an ext4 at all gives an empty listing, not an error or a hang.
+    assert ext4_list.listing(b"\xff" * (1 << 20)) == ([], 0)

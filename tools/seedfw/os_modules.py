@@ -47,6 +47,14 @@ INDEX = ("modules.dep", "modules.dep.bin", "modules.alias", "modules.alias.bin",
 SHIPPED = ("modules.builtin", "modules.builtin.modinfo", "modules.order")
 
 
+def tool(name: str) -> str:
+    """depmod / modinfo: on PATH, else /sbin (kmod's place; not on a user's PATH on Debian)."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+    if not found:
+        raise SeedfwError(f"{name} not found (Debian package kmod; `invoke setup` installs it)")
+    return found
+
+
 def norm(name: str) -> str:
     """A module name as the kernel compares them: '-' and '_' are the same."""
     return name.strip().replace("-", "_")
@@ -146,7 +154,7 @@ def wanted_names(values) -> list[tuple[str, str]]:
 
 def _modinfo_softdep(root: Path, release: str, moddir: Path):
     def get(path: str):
-        got = plan_mod.run_command(["modinfo", "-F", "softdep", moddir / path], log=None,
+        got = plan_mod.run_command([tool("modinfo"), "-F", "softdep", moddir / path], log=None,
                                    check=False)
         return parse_softdep(got.stdout.decode(errors="replace")) if got.returncode == 0 \
             else ([], [])
@@ -169,7 +177,7 @@ def prepare(deb: Path, release: str, wanted: list[tuple[str, str]], all_modules:
     (full / "lib").mkdir()
     (full / "usr/lib/modules").rename(full / "lib/modules")
     moddir = full / "lib/modules" / release
-    plan_mod.run_command(["depmod", "-b", full, release], log=log)
+    plan_mod.run_command([tool("depmod"), "-b", full, release], log=log)
     dep = parse_dep((moddir / "modules.dep").read_text())
     builtin = {module_name(x) for x in (moddir / "modules.builtin").read_text().split()}
     aliases = parse_aliases((moddir / "modules.alias").read_text())
@@ -182,7 +190,7 @@ def prepare(deb: Path, release: str, wanted: list[tuple[str, str]], all_modules:
     for path in (dep if all_modules else mods.files.values()):
         (target / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(moddir / path, target / path)
-    plan_mod.run_command(["depmod", "-b", root, release], log=log)
+    plan_mod.run_command([tool("depmod"), "-b", root, release], log=log)
     # The small index must say what the full one says for every module of the set: a
     # dependency missing from the set would show as a shorter line here.
     small = parse_dep((target / "modules.dep").read_text())

@@ -18,14 +18,14 @@ DT the kernel gets is then a file in the image, which a test reads back without 
 overlay that does not apply fails the build, where U-Boot would print an error and boot the DT
 without it; and nothing depends on CONFIG_OF_LIBFDT_OVERLAY. Debian's own DT stays in images/.
 
-Why an initramfs (the same rootfs.cpio qemu-aarch64 boots): Debian's generic kernel has ext4 and
-the rk3588 SD/eMMC host drivers as modules (CONFIG_EXT4_FS=m, CONFIG_MMC_DW_ROCKCHIP=m,
-CONFIG_MMC_SDHCI_OF_DWCMSHC=m) and the Buildroot rootfs carries no modules of it, so this kernel
-cannot mount the ext4 "rootfs" partition as its root; that partition holds the same tree for a
-kernel that has them built in.
+Why an initramfs: Debian's generic kernel has ext4 and the rk3588 SD/eMMC host drivers as
+modules (CONFIG_EXT4_FS=m, CONFIG_MMC_DW_ROCKCHIP=m, CONFIG_MMC_SDHCI_OF_DWCMSHC=m). With
+OS_ROOT_EXT4 (default) it is the small images/initramfs.cpio that loads them and switch_roots to
+the ext4 "rootfs" partition (seedfw.os_root, seedfw.initramfs; the append line is
+os_root.kernel_args); without it, Buildroot's whole rootfs.cpio, which the kernel runs from RAM.
 
 Kconfig symbols read: BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_CONSOLE, KERNEL,
-KERNEL_PACKAGE, UBOOT. Outputs: images/rk3588-rock-5b-seedfw.dtb, images/extlinux.conf,
+KERNEL_PACKAGE, UBOOT, OS_ROOT_EXT4. Outputs: images/rk3588-rock-5b-seedfw.dtb, images/extlinux.conf,
 images/dvfs/opp.dtbo (the overlay applied), images/rk3588-os.json (what was checked, with the
 figures and where they come from).
 """
@@ -43,7 +43,7 @@ from ..errors import SeedfwError
 from ..images import fdt
 from ..packages import BootArtifact
 
-VERSION = "1"
+VERSION = "2"           # 2: the ext4 root (initramfs.cpio, root=PARTUUID)
 DTB = "rk3588-rock-5b-seedfw.dtb"
 CONF = "extlinux.conf"
 INFO = "rk3588-os.json"

@@ -1,9 +1,9 @@
 """The files of an ext4 partition of a disk image, for `invoke inspect` (read with the host's
 debugfs, which reads the image without mounting it).
 
-A disk image is hostile input: the listing is bounded (MAX_DEPTH directory levels, MAX_ENTRIES
-entries per partition, each debugfs call TIMEOUT seconds, only names that are plain text), and
-what was left out is said in one line.
+A disk image is hostile input: the listing is bounded (MAX_DEPTH directory levels, MAX_PER_DIR
+entries per directory, MAX_ENTRIES per partition, each debugfs call TIMEOUT seconds, only names
+that are plain text), and how many entries were left out is said in one line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_DEPTH = 3
-MAX_ENTRIES = 60
+MAX_ENTRIES = 100
+MAX_PER_DIR = 16           # so one big directory (BusyBox's /bin links) does not fill the list
 TIMEOUT = 20.0
 
 
@@ -64,8 +65,8 @@ def listing(data: bytes, max_depth: int = MAX_DEPTH,
         for _ in range(max_depth):
             below = []
             for d in level:
-                for f in _ls(image, d):
-                    if len(files) < max_entries:
+                for i, f in enumerate(_ls(image, d)):
+                    if len(files) < max_entries and i < MAX_PER_DIR:
                         files.append(f)
                         if f.kind == "dir":
                             below.append(f.path)
