@@ -13,9 +13,8 @@ SOURCE_DATE_EPOCH, so the same inputs give the same bytes):
     /bin/busybox           taken from Buildroot's rootfs.cpio, with the shared libraries its
     /lib/…                   ELF header names (PT_INTERP, DT_NEEDED), read from the same cpio
     /bin/<applet>          links to busybox for the applets /init uses (checked to be in it)
-    /lib/modules/<m>.ko    the module set's closure (os-modules.json "order"), decompressed
-                           from the package's .ko.xz (BusyBox insmod passes the bytes to
-                           init_module; the kernel would only decompress for finit_module)
+    /lib/modules/<m>.ko    the module set's closure (os-modules.json "order"), the same
+                           decompressed files as the rootfs's (seedfw.os_modules.plain: why)
     /dev/console           (5, 1): the kernel opens it for /init's stdio before /init runs
     /dev /proc /sys /newroot
 
@@ -33,7 +32,6 @@ OS_ROOT_WAIT.
 
 from __future__ import annotations
 
-import lzma
 import struct
 import tarfile
 from dataclasses import dataclass
@@ -247,16 +245,14 @@ def build(rootfs_cpio: Path, modules_tar: Path, order: list[str], release: str,
     entries += [Entry(f"bin/{a}", 0o120777, b"busybox") for a in APPLETS]
     entries += user
     mods = {}
+    from .os_modules import module_name
     with tarfile.open(modules_tar) as tar:
-        members = {m.name: m for m in tar.getmembers()}
-        info = {module_name: None for module_name in order}
-        for m in members.values():
-            from .os_modules import module_name
-            if m.isfile() and module_name(m.name) in info and m.name.endswith(".ko.xz"):
-                mods[module_name(m.name)] = lzma.decompress(tar.extractfile(m).read())
+        for m in tar.getmembers():
+            if m.isfile() and m.name.endswith(".ko") and module_name(m.name) in order:
+                mods[module_name(m.name)] = tar.extractfile(m).read()
     for name in order:
         if name not in mods:
-            raise SeedfwError(f"{modules_tar.name} has no {name}.ko.xz", modules_tar)
+            raise SeedfwError(f"{modules_tar.name} has no {name}.ko", modules_tar)
         entries.append(Entry(f"lib/modules/{name}.ko", 0o100644, mods[name]))
     entries.append(Entry("init", 0o100755, init_script(order, wait).encode()))
     data = write_cpio(entries)

@@ -14,8 +14,8 @@ set of module *names* (Kconfig OS_MODULES + OS_MODULES_EMULATION; docs/os.md):
 - `modules.builtin` — a requested name built into the kernel is skipped (and listed).
 
 The result, in load order (dependencies and pre-softdeps first), goes into images/os-modules.tar
-as lib/modules/<release>/… with the package's compressed .ko.xz files and the index the host's
-`depmod -b` writes for exactly that set (so modprobe works on the target), and into
+as lib/modules/<release>/… with the package's modules decompressed (`plain`: why) and the index
+the host's `depmod -b` writes for exactly that set (so modprobe works on the target), and into
 images/os-modules.json (each module: file, size, why it is there). OS_MODULES_ALL puts every
 module into the tar; the initramfs (seedfw.initramfs) always takes only the closure.
 
@@ -26,6 +26,7 @@ OS_MODULES_EMULATION, OS_MODULES_ALL, KERNEL_PACKAGE.
 from __future__ import annotations
 
 import json
+import lzma
 import re
 import shutil
 import tarfile
@@ -64,6 +65,24 @@ def module_name(path: str) -> str:
     """kernel/fs/ext4/ext4.ko.xz → ext4."""
     base = path.rsplit("/", 1)[-1]
     return norm(re.sub(r"\.ko(\.(xz|zst|gz))?$", "", base))
+
+
+def plain(path: str) -> str:
+    """kernel/fs/ext4/ext4.ko.xz → kernel/fs/ext4/ext4.ko: modules go into the rootfs
+    decompressed, because Buildroot's BusyBox (insmod, modprobe) has no xz support
+    (CONFIG_FEATURE_SEAMLESS_XZ is off) and hands the file's bytes to init_module; the kernel
+    decompresses only what finit_module is told is compressed."""
+    return re.sub(r"\.ko\.(xz|zst|gz)$", ".ko", path)
+
+
+def unpack(path: Path) -> bytes:
+    data = path.read_bytes()
+    if path.name.endswith(".xz"):
+        return lzma.decompress(data)
+    if path.name.endswith(".ko"):
+        return data
+    raise SeedfwError("a module compressed in a way seedfw does not unpack (only .ko, .ko.xz)",
+                      path)
 
 
 def parse_dep(text: str) -> dict[str, list[str]]:
@@ -188,16 +207,18 @@ def prepare(deb: Path, release: str, wanted: list[tuple[str, str]], all_modules:
     for name in SHIPPED:
         shutil.copyfile(moddir / name, target / name)
     for path in (dep if all_modules else mods.files.values()):
-        (target / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(moddir / path, target / path)
+        (target / plain(path)).parent.mkdir(parents=True, exist_ok=True)
+        (target / plain(path)).write_bytes(unpack(moddir / path))
     plan_mod.run_command([tool("depmod"), "-b", root, release], log=log)
     # The small index must say what the full one says for every module of the set: a
     # dependency missing from the set would show as a shorter line here.
     small = parse_dep((target / "modules.dep").read_text())
     for path in mods.files.values():
-        if sorted(small.get(path, ["?"])) != sorted(dep[path]):
-            raise SeedfwError(f"depmod over the module set gives {path} the dependencies "
-                              f"{small.get(path)}, the full tree {dep[path]}", target / "modules.dep")
+        if sorted(small.get(plain(path), ["?"])) != sorted(plain(d) for d in dep[path]):
+            raise SeedfwError(f"depmod over the module set gives {plain(path)} the dependencies "
+                              f"{small.get(plain(path))}, the full tree {dep[path]}",
+                              target / "modules.dep")
+    mods.files = {n: plain(p) for n, p in mods.files.items()}
     shutil.rmtree(full)              # 88 MB; the step's stamp keeps what was made from it
     return mods, root
 
