@@ -34,7 +34,8 @@ from seedfw.images import gpt
 
 DIFFERENCE_DTB = "QEMU virt's own DT (dumpdtb) with the build's images/dvfs/opp.dtbo applied"
 DIFFERENCE_STORAGE = "virtio_blk (OS_MODULES_EMULATION) instead of sdhci_of_dwcmshc/dw_mmc_rockchip"
-QEMU = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-m", "1024", "-smp", "2"]
+QEMU = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-m", "1024", "-smp", "2",
+        "-nic", "none"]          # no NIC: its option ROM is a data file the host may not have
 RELEASE = "6.12.117+deb13-arm64"
 ROOT_MODULES = ["sdhci", "sdhci_pltfm", "cqhci", "sdhci_of_dwcmshc", "dw_mmc", "dw_mmc_pltfm",
                 "dw_mmc_rockchip", "gpio_rockchip", "spi_rockchip", "rk808_regulator",
@@ -135,7 +136,8 @@ def os_parts(rk3588_build, tmp_path_factory):
     d = tmp_path_factory.mktemp("os-parts")
     disk = builds.image(rk3588_build, "rk3588-disk.img")
     boot = _partition(disk, "boot", d / "boot.ext4")
-    parts = {"rootfs": _partition(disk, "rootfs", d / "rootfs.ext4"), "dir": d}
+    parts = {"rootfs": _partition(disk, "rootfs", d / "rootfs.ext4"), "dir": d, "disk": disk,
+             "rootfs_offset": gpt.parse(disk.read_bytes()).partition("rootfs").offset}
     for name in ("Image", "initramfs.cpio", "extlinux/extlinux.conf"):
         parts[name] = d / Path(name).name
         parts[name].write_bytes(_debugfs(boot, f"cat /{name}"))
@@ -152,11 +154,16 @@ def os_parts(rk3588_build, tmp_path_factory):
     return parts
 
 
-def boot(parts, rootfs: Path, initrd: Path, log: Path, timeout: float = 400.0) -> tuple[str, float]:
+def boot(parts, disk: Path, initrd: Path, log: Path, timeout: float = 400.0) -> tuple[str, float]:
+    """Boot a copy of `disk` (the built image, or a tampered copy): the virtio disk holds the
+    whole image, because root=PARTUUID= names a GPT entry — the rootfs partition cut out alone
+    has no partition table, so no PARTUUID. The rootfs Linux mounts is the image's partition 3."""
+    drive = log.with_suffix(".img")
+    shutil.copyfile(disk, drive)
     cmd = QEMU + ["-kernel", parts["Image"], "-initrd", initrd, "-dtb", parts["dtb"],
                   "-append", parts["append"], "-display", "none", "-monitor", "none",
                   "-serial", f"file:{log}", "-no-reboot",
-                  "-drive", f"file={rootfs},format=raw,if=none,id=root",
+                  "-drive", f"file={drive},format=raw,if=none,id=root",
                   "-device", "virtio-blk-pci,drive=root"]
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
@@ -165,6 +172,11 @@ def boot(parts, rootfs: Path, initrd: Path, log: Path, timeout: float = 400.0) -
     print(f"QEMU boot (emulated, TCG, not board time): {seconds:.1f} s, exit {proc.returncode}")
     print("\n".join(line for line in text.splitlines() if line.startswith(("init:", "agent:"))))
     return text, seconds
+
+
+def package_entries(result):
+    from seedfw.images import package
+    return package.decode(builds.image(result, "rk3588-boot.pkg").read_bytes()).entries
 
 
 @pytest.mark.slow
@@ -202,14 +214,22 @@ def test_modules_in_rootfs_and_initramfs_are_the_modules_dep_closure(rk3588_buil
 
 
 @pytest.mark.slow
-def test_qemu_boots_the_images_own_os_from_its_ext4_root(os_parts):
-    text, seconds = boot(os_parts, os_parts["rootfs"], os_parts["initramfs.cpio"],
+def test_qemu_boots_the_images_own_os_from_its_ext4_root(rk3588_build, os_parts):
+    from seedfw.images import fdt
+    text, seconds = boot(os_parts, os_parts["disk"], os_parts["initramfs.cpio"],
                          os_parts["dir"] / "boot.log")
     uuid = os_parts["append"].split("root=PARTUUID=")[1].split()[0]
+    opp = fdt.parse(builds.image(rk3588_build, "dvfs/opp.dtb").read_bytes())
+    tables = {name.removeprefix("opp-table-"): len(node.children)
+              for name, node in opp.children.items() if name.startswith("opp-table-")}
+    assert len(tables) == 6
     for line in ("init: loaded 16 modules",
                  f"init: root PARTUUID={uuid} is /dev/vda3; mounting it (ext4, ro)",
                  "init: switch_root to /dev/vda3 (/sbin/init)",
-                 "agent: dt opp: cpu-little 4 opps match dvfs table",
+                 f"agent: pkg: {len(package_entries(rk3588_build))} entries, "
+                 f"{builds.image(rk3588_build, 'rk3588-boot.pkg').stat().st_size} bytes, "
+                 "header crc ok",
+                 *(f"agent: dt opp: {d} {n} opps match dvfs table" for d, n in tables.items()),
                  "agent: ok"):
         assert line in text, (line, DIFFERENCE_DTB, DIFFERENCE_STORAGE)
     assert re.search(r"EXT4-fs \(vda3\): mounted filesystem [0-9a-f-]+ ro", text)
@@ -219,14 +239,15 @@ def test_qemu_boots_the_images_own_os_from_its_ext4_root(os_parts):
 @pytest.mark.slow
 def test_one_corrupted_block_of_the_boot_package_fails_the_agent(rk3588_build, os_parts):
     from seedfw.images import package
-    bad = os_parts["dir"] / "rootfs-bad.ext4"
-    shutil.copyfile(os_parts["rootfs"], bad)
-    blocks = [int(b) for b in _debugfs(bad, f"blocks {os_root.PACKAGE_PATH}").split()]
+    bad = os_parts["dir"] / "disk-bad.img"
+    shutil.copyfile(os_parts["disk"], bad)
+    blocks = [int(b) for b in _debugfs(os_parts["rootfs"], f"blocks {os_root.PACKAGE_PATH}").split()]
     pkg = package.decode(builds.image(rk3588_build, "rk3588-boot.pkg").read_bytes())
     victim = max(pkg.entries, key=lambda e: e.size)       # the largest model
-    index = (victim.offset + victim.size // 2) // 4096    # the file block in its middle
+    bs = int(re.search(r"Block size:\s+(\d+)", _debugfs(os_parts["rootfs"], "stats").decode())[1])
+    index = (victim.offset + victim.size // 2) // bs      # the file block in its middle
     data = bytearray(bad.read_bytes())
-    data[blocks[index] * 4096 + 100] ^= 0x01
+    data[os_parts["rootfs_offset"] + blocks[index] * bs + 100] ^= 0x01
     bad.write_bytes(bytes(data))
     text, _ = boot(os_parts, bad, os_parts["initramfs.cpio"], os_parts["dir"] / "bad.log")
     assert "init: switch_root to /dev/vda3 (/sbin/init)" in text
@@ -239,7 +260,7 @@ def test_an_initramfs_without_the_storage_module_says_so(os_parts):
     blob = initramfs.without(os_parts["initramfs.cpio"].read_bytes(), {"lib/modules/virtio_blk.ko"})
     initrd = os_parts["dir"] / "no-virtio.cpio"
     initrd.write_bytes(blob)
-    text, _ = boot(os_parts, os_parts["rootfs"], initrd, os_parts["dir"] / "novirtio.log")
+    text, _ = boot(os_parts, os_parts["disk"], initrd, os_parts["dir"] / "novirtio.log")
     uuid = os_parts["append"].split("root=PARTUUID=")[1].split()[0]
     assert "init: module virtio_blk is not in this initramfs" in text
     assert (f"init: root device PARTUUID={uuid} did not appear in 15 s (modules missing from "

@@ -127,7 +127,7 @@ class OsRootPart:
             doc = os_modules.describe(mods, k.release, root, all_modules)
             util.write_json(work / os_modules.INFO, doc)
             say(f"{len(mods.order)} modules from {', '.join(n for n, _ in os_modules.wanted_names(v))}"
-                f" + dependencies ({sum(m['size'] for m in doc['modules'].values()):,} bytes .ko.xz)"
+                f" + dependencies ({sum(m['size'] for m in doc['modules'].values()):,} bytes of .ko)"
                 f"; {os_modules.TAR} {tar.stat().st_size:,} bytes")
             step.install({ctx.images / os_modules.TAR: tar,
                           ctx.images / os_modules.INFO: work / os_modules.INFO})
