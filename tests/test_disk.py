@@ -79,7 +79,7 @@ def test_inspect_disk_image(rk3588_build):
     # Both ext4 partitions file by file (seedfw.images.ext4_list, bounded).
     assert rows["boot:/Image"]["size"] == builds.image(rk3588_build, "Image").stat().st_size
     assert {"boot:/initramfs.cpio", "boot:/extlinux/extlinux.conf", "boot:/rk3588-rock-5b.dtb",
-            "rootfs:/etc", "rootfs:/usr", "rootfs:/usr/share/seedfw"} <= set(rows)
+            "rootfs:/etc", "rootfs:/usr", "rootfs:/lib", "rootfs:/sbin"} <= set(rows)
     assert rows["rootfs:/etc"]["type"] == "dir" and rows["boot:/Image"]["type"] == "file"
     assert any(n.startswith("partition rootfs: ext4, ") for n in doc["notes"])
 

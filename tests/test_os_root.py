@@ -207,6 +207,10 @@ def test_modules_in_rootfs_and_initramfs_are_the_modules_dep_closure(rk3588_buil
     # Negative control: the kernel's full module set stays out (4,350 modules in the package).
     lsdir = _debugfs(rootfs, f"ls -p /lib/modules/{RELEASE}/kernel/drivers/mmc/host").decode()
     assert "sdhci-msm.ko" not in lsdir and "/sdhci-of-dwcmshc.ko/" in lsdir
+    default = _debugfs(rootfs, "cat /etc/default/seedfw-agent").decode()
+    assert f'SEEDFW_AGENT_ARGS="--file {os_root.PACKAGE_PATH} --dt-opp /proc/device-tree"' in default
+    assert _debugfs(rootfs, f"cat {os_root.PACKAGE_PATH}") == \
+        builds.image(rk3588_build, "rk3588-boot.pkg").read_bytes()
     conf = os_parts["extlinux/extlinux.conf"].read_text()
     table = gpt.parse(builds.image(rk3588_build, "rk3588-disk.img").read_bytes())
     assert "\tinitrd /initramfs.cpio\n" in conf
@@ -266,6 +270,33 @@ def test_an_initramfs_without_the_storage_module_says_so(os_parts):
     assert (f"init: root device PARTUUID={uuid} did not appear in 15 s (modules missing from "
             "the initramfs: virtio_blk)") in text
     assert "agent:" not in text
+
+
+def test_the_rk3588_defconfig_turns_the_os_and_the_ext4_root_on(tmp_path):
+    from cli import invoke
+    p = invoke("config", "--board", "rk3588", "--output", tmp_path / "rk")
+    assert p.returncode == 0, p.stderr
+    config = (tmp_path / "rk" / ".config").read_text().splitlines()
+    for line in ("CONFIG_BUILDROOT=y", "CONFIG_KERNEL=y", "CONFIG_OS_ROOT_EXT4=y",
+                 'CONFIG_OS_MODULES="sdhci_of_dwcmshc dw_mmc_rockchip gpio_rockchip spi_rockchip '
+                 'rk808_regulator ext4"', 'CONFIG_OS_MODULES_EMULATION="virtio_blk"',
+                 "# CONFIG_OS_MODULES_ALL is not set", "CONFIG_OS_ROOT_WAIT=15"):
+        assert line in config, line
+    # Negative control: the qemu board keeps its OS FIT + initramfs, and no OS by default.
+    p = invoke("config", "--board", "qemu-aarch64", "--output", tmp_path / "q", "--fragment",
+               builds.BUILDROOT_FRAGMENT)
+    assert p.returncode == 0, p.stderr
+    q = (tmp_path / "q" / ".config").read_text()
+    assert "CONFIG_BUILDROOT=y" in q and "CONFIG_OS_ROOT_EXT4=y" not in q
+
+
+def test_the_agent_reads_the_boot_package_the_rootfs_carries_on_rk3588():
+    from seedfw.buildroot import external
+    rk = types.SimpleNamespace(board=boards.get("rk3588"))
+    assert external.agent_args(rk) == f"--file {os_root.PACKAGE_PATH} --dt-opp /proc/device-tree"
+    # Negative control: qemu-aarch64's payload places the package in a reserved region.
+    q = types.SimpleNamespace(board=boards.get("qemu-aarch64"))
+    assert external.agent_args(q).startswith("--mem 0x")
 
 
 def test_ext4_listing_is_bounded(tmp_path):
