@@ -3,9 +3,11 @@ initramfs; docs/os.md).
 
 Fast tests: the module closure, the cpio writer/reader, the ELF reader, the /init script.
 Slow tests share the session's default rk3588 build (conftest.py `rk3588_build`: the
-defconfig turns the OS on) and prove it in emulation: the image's OWN kernel, initramfs and
-ext4 rootfs partition, cut out of the built disk image at the GPT's offsets, boot on QEMU virt
-(-cpu cortex-a72, TCG) down to `agent: ok`. What differs from the board, and nothing else:
+defconfig turns the OS on) and prove it in emulation: the image's OWN kernel and initramfs,
+read out of its "boot" partition (cut at the GPT's offsets), boot on QEMU virt (-cpu
+cortex-a72, TCG, no -icount) with a copy of the image itself as the virtio disk, so Linux
+mounts the image's own ext4 "rootfs" partition, found by its PARTUUID in the image's GPT, down
+to `agent: ok`. What differs from the board, and nothing else:
   DIFFERENCE_DTB      QEMU virt's own DT (dumpdtb) + the build's OPP overlay (fdtoverlay, as
                       the build does to Debian's rk3588-rock-5b.dtb) instead of that DT
   DIFFERENCE_STORAGE  virtio_blk (Kconfig OS_MODULES_EMULATION, in the same initramfs) drives
@@ -247,7 +249,7 @@ def test_one_corrupted_block_of_the_boot_package_fails_the_agent(rk3588_build, o
     shutil.copyfile(os_parts["disk"], bad)
     blocks = [int(b) for b in _debugfs(os_parts["rootfs"], f"blocks {os_root.PACKAGE_PATH}").split()]
     pkg = package.decode(builds.image(rk3588_build, "rk3588-boot.pkg").read_bytes())
-    victim = max(pkg.entries, key=lambda e: e.size)       # the largest model
+    victim = max(pkg.entries, key=lambda e: e.size)       # the largest entry (today bl31-1)
     bs = int(re.search(r"Block size:\s+(\d+)", _debugfs(os_parts["rootfs"], "stats").decode())[1])
     index = (victim.offset + victim.size // 2) // bs      # the file block in its middle
     data = bytearray(bad.read_bytes())
