@@ -12,8 +12,9 @@ Layout (one definition, `layout()`; tests read it back through seedfw.images.gpt
                 and extlinux/extlinux.conf (seedfw.buildroot.rk3588_os), GPT attribute bit 2
                 (legacy BIOS bootable) set, so U-Boot's bootstd scans only this partition
     +16/32 MiB  partition "rootfs": ext4 (label "rootfs"): Buildroot's rootfs.cpio unpacked
-                (BUILDROOT_ROOTFS_EXT4, size BUILDROOT_ROOTFS_EXT4_SIZE, also images/rootfs.ext4),
-                else an empty placeholder of 16 MiB
+                (BUILDROOT_ROOTFS_EXT4, size BUILDROOT_ROOTFS_EXT4_SIZE, also images/rootfs.ext4)
+                with, for an ext4 root (OS_ROOT_EXT4), the kernel modules and the boot package
+                added (seedfw.os_root.rootfs_additions), else an empty placeholder of 16 MiB
 
 The ext4 file systems are genimage's ext4 type with the host's mke2fs (-d: the tree is copied
 in). The tree is unpacked and staged under fakeroot, and genimage runs in the same fakeroot
@@ -27,7 +28,8 @@ exec-post debugfs script sets every inode's atime/ctime/mtime/crtime to SOURCE_D
 with their sha256 (bmaptool checks them when copying); which ranges are "mapped" depends on the
 holes of the file genimage wrote, so it describes this image file.
 
-Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE).
+Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE),
+OS_ROOT_EXT4 (through seedfw.os_root).
 Board fields read: name, soc, image.format.
 Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap (+ images/rootfs.ext4).
 """
