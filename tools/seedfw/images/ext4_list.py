@@ -15,7 +15,7 @@ from pathlib import Path
 
 MAX_DEPTH = 3
 MAX_ENTRIES = 100
-MAX_PER_DIR = 16           # so one big directory (BusyBox's /bin links) does not fill the list
+MAX_PER_DIR = 16           # below /: so one big directory (BusyBox's /bin links) does not fill the list
 TIMEOUT = 20.0
 
 
@@ -66,7 +66,7 @@ def listing(data: bytes, max_depth: int = MAX_DEPTH,
             below = []
             for d in level:
                 for i, f in enumerate(_ls(image, d)):
-                    if len(files) < max_entries and i < MAX_PER_DIR:
+                    if len(files) < max_entries and (i < MAX_PER_DIR or d == "/"):
                         files.append(f)
                         if f.kind == "dir":
                             below.append(f.path)
