@@ -225,7 +225,10 @@ def test_compression_json_and_manifest_roles(qemu_aarch64_build, rk3588_build):
     uboot = {"idbloader.img", "u-boot.itb"}     # the combined SD/SPI images contain these
     for result, owners, boot, image in ((qemu_aarch64_build, ["tfa", "payload"],
                                          {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}, "qemu_fw.bios"),
-                                        (rk3588_build, ["tfa"], {"rk3588.itb"} | uboot,
+                                        (rk3588_build, ["tfa"], {"rk3588.itb"} | uboot | {
+                                            # the OS of the defconfig (docs/os.md)
+                                            "Image", "rk3588-rock-5b-seedfw.dtb",
+                                            "initramfs.cpio", "extlinux.conf"},
                                          "u-boot.itb")):
         doc = json.loads((result.outdir / "compression.json").read_text())
         assert [s["owner"] for s in doc["sections"]] == owners

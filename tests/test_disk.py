@@ -26,14 +26,14 @@ def test_gpt_layout(rk3588_build):
     table = gpt.parse(disk)
     assert table.ok
     assert [(p.name, p.offset, p.size) for p in table.partitions] == [
-        ("firmware", 16 * MIB, 16 * MIB), ("boot", 32 * MIB, 16 * MIB), ("rootfs", 48 * MIB, 16 * MIB)]
+        ("firmware", 16 * MIB, 16 * MIB), ("boot", 32 * MIB, 64 * MIB), ("rootfs", 96 * MIB, 32 * MIB)]
     sd = builds.image(rk3588_build, "u-boot-rockchip.bin").read_bytes()
     assert disk[64 * 512:64 * 512 + len(sd)] == sd             # sector 64, byte-exact
     fit_at = 32 * 1024 + idblock.SD_FIT_OFFSET                  # = 8 MiB: where SPL looks
     assert fit_at == 8 * MIB and disk[fit_at:fit_at + 4] == b"\xd0\x0d\xfe\xed"
     fit = builds.image(rk3588_build, "rk3588.itb").read_bytes()
     assert disk[16 * MIB:16 * MIB + len(fit)] == fit
-    rootfs = disk[48 * MIB:64 * MIB]
+    rootfs = disk[96 * MIB:128 * MIB]
     assert rootfs[1024 + 56:1024 + 58] == b"\x53\xef" and rootfs[1024 + 120:1024 + 126] == b"rootfs"
     bmap = builds.image(rk3588_build, "rk3588-disk.img.bmap").read_text()
     assert f"<ImageSize> {len(disk)} </ImageSize>" in bmap and "sha256" in bmap
@@ -41,17 +41,26 @@ def test_gpt_layout(rk3588_build):
 
 @pytest.mark.slow
 def test_without_buildroot_the_rootfs_is_an_empty_placeholder(rk3588_build, tmp_path):
-    """Negative control of tests/test_os_rk3588.py: no OS configured, so no boot file system,
+    """Negative control of tests/test_os_rk3588.py: no OS configured (the default build's
+    images, its disk made again by disk.make with only U-Boot on), so no boot file system,
     no bootable flag, and an ext4 "rootfs" with nothing of Buildroot's in it."""
     import struct
     import subprocess
-    disk = builds.image(rk3588_build, "rk3588-disk.img").read_bytes()
+    import types
+
+    from seedfw import boards
+    from seedfw.parts import disk as disk_mod
+    ctx = types.SimpleNamespace(board=boards.get("rk3588"), images=rk3588_build.outdir / "images",
+                                outdir=rk3588_build.outdir, values={"UBOOT": True})
+    made = disk_mod.make(ctx, tmp_path / "disk", tmp_path / "disk.log")
+    assert set(p.name for p in made) == {"rk3588-disk.img", "rk3588-disk.img.bmap"}
+    disk = made[ctx.images / "rk3588-disk.img"].read_bytes()
     assert [struct.unpack_from("<Q", disk, 2 * 512 + 128 * i + 48)[0] for i in range(3)] == [0] * 3
     (tmp_path / "rootfs.ext4").write_bytes(disk[48 * MIB:64 * MIB])
     ls = subprocess.run(["debugfs", "-R", "ls /", tmp_path / "rootfs.ext4"], capture_output=True,
                         text=True, check=True).stdout.split()
     assert "lost+found" in ls and "usr" not in ls and "bin" not in ls
-    assert not builds.image(rk3588_build, "rootfs.ext4").exists()
+
 
 
 @pytest.mark.slow
@@ -60,13 +69,20 @@ def test_inspect_disk_image(rk3588_build):
     assert proc.returncode == 0, proc.stderr
     assert doc["format"] == "gpt disk image" and doc["ok"]
     names = [r["name"] for r in doc["rows"]]
-    assert names[:5] == ["GPT header", "GPT entries", "partition 1 firmware", "partition 2 boot",
-                         "partition 3 rootfs"]
+    assert names[:2] == ["GPT header", "GPT entries"]
+    assert [r["name"] for r in doc["rows"] if r["type"] == "partition"] == [
+        "partition 1 firmware", "partition 2 boot", "partition 3 rootfs"]
     assert {"boot@32K/idblock header", "boot@32K/DDR init (TPL)", "boot@32K/U-Boot SPL",
             "boot@32K/u-boot.itb/dvfs", "firmware/dvfs"} <= set(names)
     rows = {r["name"]: r for r in doc["rows"]}
     assert rows["partition 3 rootfs"]["detail"].endswith("ext4 'rootfs'")
-    assert rows["partition 2 boot"]["detail"].endswith("empty")
+    assert rows["partition 2 boot"]["detail"].endswith("ext4 'boot'")
+    # Both ext4 partitions file by file (seedfw.images.ext4_list, bounded).
+    assert rows["boot:/Image"]["size"] == builds.image(rk3588_build, "Image").stat().st_size
+    assert {"boot:/initramfs.cpio", "boot:/extlinux/extlinux.conf", "boot:/rk3588-rock-5b.dtb",
+            "rootfs:/etc", "rootfs:/usr", "rootfs:/lib", "rootfs:/sbin"} <= set(rows)
+    assert rows["rootfs:/etc"]["type"] == "dir" and rows["boot:/Image"]["type"] == "file"
+    assert any(n.startswith("partition rootfs: ext4, ") for n in doc["notes"])
 
 
 @pytest.mark.slow

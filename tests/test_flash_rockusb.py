@@ -32,7 +32,7 @@ def standin(tmp_path):
     tool.chmod(0o755)
     storage = tmp_path / "emmc.bin"
     with open(storage, "wb") as f:
-        f.truncate(128 << 20)                           # a 128 MiB "eMMC"
+        f.truncate(256 << 20)                           # a 256 MiB "eMMC" (the image: 128 MiB + GPT)
     log = tmp_path / "commands.log"
     env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}",
                STANDIN_RKDEV_STORAGE=str(storage), STANDIN_RKDEV_LOG=str(log))

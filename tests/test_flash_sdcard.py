@@ -43,7 +43,7 @@ def test_refuses_a_mounted_target(tmp_path):
 def test_flash_onto_a_file(rk3588_build, tmp_path):
     card = tmp_path / "card.img"
     with open(card, "wb") as f:
-        f.truncate(128 << 20)
+        f.truncate(256 << 20)               # the image is 128 MiB + the backup GPT
     proc = invoke("flash", "--board", "rk3588", "--output", rk3588_build.outdir, "--to", card)
     assert proc.returncode == 0, proc.stderr
     disk = builds.image(rk3588_build, "rk3588-disk.img")
@@ -62,7 +62,7 @@ def test_refuses_a_target_smaller_than_the_image(rk3588_build, tmp_path):
         f.truncate(32 << 20)
     line = one_error_line(invoke("flash", "--board", "rk3588", "--output", rk3588_build.outdir,
                                  "--to", card))
-    size = builds.image(rk3588_build, "rk3588-disk.img").stat().st_size     # 64 MiB + backup GPT
+    size = builds.image(rk3588_build, "rk3588-disk.img").stat().st_size     # 128 MiB + backup GPT
     assert line == f"error: {card}: --to: is 33,554,432 bytes, smaller than the {size:,}-byte image"
     line = one_error_line(invoke("flash", "--board", "rk3588", "--output", rk3588_build.outdir,
                                  "--to", tmp_path / "nope"))

@@ -5,8 +5,8 @@ an ext4 "boot" partition, and Buildroot's rootfs as the ext4 "rootfs" partition.
 No board here: the image is checked structurally — GPT read back, the boot files read back out of
 the image with debugfs and compared with the build's, the DT's compatible and OPP nodes, the arm64
 Image magic, U-Boot's .config and default environment. One real build per session (`rk_os`:
-rk3588 + configs/buildroot.fragment; a cold Buildroot build for cortex_a76_a55 is ~4 min on 2
-idle cores, 7.5 min measured here on a shared machine).
+the default rk3588 build, shared with every other test through conftest.py's `rk3588_build`).
+The ext4 root itself (modules, initramfs, the QEMU boot) is tests/test_os_root.py.
 """
 
 from __future__ import annotations
@@ -123,8 +123,10 @@ def test_kernel_placement_against_u_boots_environment():
 # ---- one real rk3588 build with Buildroot per session ------------------------------------------
 
 @pytest.fixture(scope="session")
-def rk_os(tmp_path_factory):
-    return builds.build_board("rk3588", tmp_path_factory, fragments=(FRAGMENT,), tag="os")
+def rk_os(rk3588_build):
+    """The default rk3588 build: configs/rk3588_defconfig turns the OS on (the fragment is what
+    the defconfig already says, so the session builds rk3588 once)."""
+    return rk3588_build
 
 
 @pytest.mark.slow
@@ -157,13 +159,15 @@ def test_gpt_and_the_boot_partition_read_back(rk_os, tmp_path):
     conf = debugfs(boot, "cat /extlinux/extlinux.conf").decode()
     assert conf == builds.image(rk_os, "extlinux.conf").read_text()
     lines = [line.strip() for line in conf.splitlines()]
+    root = table.partition("rootfs").guid
     assert {"default seedfw", "label seedfw", "kernel /Image", "fdt /rk3588-rock-5b.dtb",
-            "initrd /rootfs.cpio", "append console=ttyS2,1500000n8 panic=-1"} <= set(lines)
+            "initrd /initramfs.cpio", f"append root=PARTUUID={root} rootwait panic=-1"} <= set(lines)
     kernel = debugfs(boot, "cat /Image")
     assert kernel[56:60] == b"ARM\x64" and kernel == builds.image(rk_os, "Image").read_bytes()
-    initrd = debugfs(boot, "cat /rootfs.cpio")
-    info = json.loads(builds.image(rk_os, "buildroot.json").read_text())
-    assert util.sha256_bytes(initrd) == info["rootfs"]["rootfs.cpio"]["sha256"]
+    initrd = debugfs(boot, "cat /initramfs.cpio")
+    assert initrd == builds.image(rk_os, "initramfs.cpio").read_bytes()
+    info = json.loads(builds.image(rk_os, "initramfs.json").read_text())
+    assert info["size"] == len(initrd) and "bin/busybox" in info["userspace"]
 
     dtb = tmp_path / "dt.dtb"
     dtb.write_bytes(debugfs(boot, "cat /rk3588-rock-5b.dtb"))
@@ -222,7 +226,7 @@ def test_the_disk_is_the_same_bytes_in_another_output_dir(rk_os, tmp_path):
     differ (negative control: mke2fs alone would copy them), the images do not."""
     values = {"UBOOT": True, "BUILDROOT": True, "BUILDROOT_ROOTFS_CPIO": True, "KERNEL": True,
               "KERNEL_PACKAGE": GENERIC, "BUILDROOT_ROOTFS_EXT4": True,
-              "BUILDROOT_ROOTFS_EXT4_SIZE": "32M"}
+              "BUILDROOT_ROOTFS_EXT4_SIZE": "32M", "OS_ROOT_EXT4": True}
     ctx = types.SimpleNamespace(board=boards.get("rk3588"), outdir=rk_os.outdir,
                                 images=rk_os.outdir / "images", values=values)
     made, ctimes = [], []
@@ -242,5 +246,6 @@ def test_the_disk_is_the_same_bytes_in_another_output_dir(rk_os, tmp_path):
 def test_noop_rebuild_runs_no_os_step(rk_os):
     again = builds.rebuild(rk_os, (FRAGMENT,))
     steps = {r["step"]: r["action"] for r in again.records}
-    for name in ("kernel.extract", "buildroot.build", "os.rk3588", "disk.image"):
+    for name in ("kernel.extract", "buildroot.build", "os.modules", "os.initramfs", "os.rk3588",
+                 "disk.image"):
         assert steps[name] == "skipped", (name, steps[name])

@@ -132,7 +132,10 @@ def test_manifest_declares_boot_artifacts(rk3588_build):
     boot = {a["name"]: a["declared"]["role"] for a in manifest["artifacts"] if a["role"] == "boot"}
     # The combined SD/SPI images hold idbloader.img + u-boot.itb: declared, but not counted as
     # read at boot a second time.
-    assert boot == {"idbloader.img": "idbloader", "u-boot.itb": "fit", "rk3588.itb": "firmware-fit"}
+    # ... and the OS the defconfig turns on (docs/os.md): what extlinux.conf names.
+    assert boot == {"idbloader.img": "idbloader", "u-boot.itb": "fit", "rk3588.itb": "firmware-fit",
+                    "Image": "kernel", "rk3588-rock-5b-seedfw.dtb": "dtb",
+                    "initramfs.cpio": "initramfs", "extlinux.conf": "extlinux"}
     declared = {a["name"]: a["declared"]["role"] for a in manifest["artifacts"] if "declared" in a}
     assert declared["rk3588-disk.img"] == "disk" and declared[rkbin.LOADER_NAME] == "loader"
     assert manifest["flash"] == {"rockusb": ["images/rk3588-disk.img"],

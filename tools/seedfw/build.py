@@ -8,6 +8,7 @@ lists, so it comes last.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -83,6 +84,33 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
     return BuildResult(board, ctx.outdir, records, manifest, seconds)
 
 
+class _HashCache:
+    """sha256 of the artifacts, reused while a file's (size, mtime_ns, inode) is what it was
+    when hashed: a no-op build then reads none of the ~200 MB an OS build leaves in images/
+    (the plan installs a rebuilt file by rename, which gives it a new inode and mtime)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.old = {}
+        self.new: dict[str, list] = {}
+
+    def sha256(self, file: Path) -> str:
+        st = file.stat()
+        key = [st.st_size, st.st_mtime_ns, st.st_ino]
+        got = self.old.get(str(file))
+        digest = got[3] if isinstance(got, list) and len(got) == 4 and got[:3] == key \
+            else util.sha256_file(file)
+        self.new[str(file)] = key + [digest]
+        return digest
+
+    def save(self) -> None:
+        if self.new != self.old and self.path.parent.is_dir():
+            util.write_json(self.path, self.new)
+
+
 def write_manifest(ctx, artifacts: list[Path], declared=()) -> dict:
     """<out>/manifest.json: board, config hash, build id and each artifact's sha256, size and role.
 
@@ -98,16 +126,18 @@ def write_manifest(ctx, artifacts: list[Path], declared=()) -> dict:
     by_name = {d.name: d for d in declared}
     placeholders = non_functional(ctx.images)
     entries = []
+    hashes = _HashCache(ctx.outdir / "build" / "manifest-hashes.json")
     for path in sorted(set(artifacts)):
         if path.is_file():
             entry = {"name": path.name, "path": os.path.relpath(path, ctx.outdir),
-                     "size": path.stat().st_size, "sha256": util.sha256_file(path),
+                     "size": path.stat().st_size, "sha256": hashes.sha256(path),
                      "role": artifact_role(path, {n for n, d in by_name.items() if d.at_boot})}
             if path.name in by_name:
                 entry["declared"] = by_name[path.name].manifest()
             if path.name in placeholders:
                 entry["functional"] = False
             entries.append(entry)
+    hashes.save()
     present = {e["name"]: e["path"] for e in entries}
     flash: dict[str, list[str]] = {}
     for d in declared:

@@ -122,6 +122,11 @@ NEEDS: list[Need] = [
          "device nodes for the ext4 rootfs, without root"),
     Need("fdtoverlay", "device-tree-compiler", "build: rk3588's OPP overlay applied to the "
          "kernel's rk3588-rock-5b.dtb; boot: the same on QEMU's DT for a direct OS boot"),
+    # /sbin is not on a user's PATH on Debian: looked for there by absolute path (os_modules).
+    Need("/sbin/depmod", "kmod", "build: modules.dep of the kernel package and the rootfs's "
+         "module index (the ext4 root's modules, seedfw.os_modules)", "file"),
+    Need("/sbin/modinfo", "kmod", "build: soft dependencies of the root modules (ext4 → crc32c)",
+         "file"),
     Need("bmaptool", "bmap-tools", "build: .bmap of the disk image; flash: sdcard runner"),
     Need("fdtget", "device-tree-compiler", "test: reserved-memory node of U-Boot's DT"),
     # The manual and the HTML reports, as a reader sees them (tests/test_docs.py, test_tune_html.py)

@@ -153,7 +153,8 @@ $(eval $(generic-package))
 
 _POST_BUILD = """#!/bin/sh
 # seedfw post-build ($1 = the target dir): where the agent finds what the bootloader placed,
-# from board.yaml's "boot-package" region, and whether it powers the board off afterwards.
+# from board.yaml's "boot-package" region (else the file the OS carries), and whether it powers
+# the board off afterwards.
 set -e
 mkdir -p "$1/etc/default"
 cat > "$1/etc/default/seedfw-agent" <<'EOF'
@@ -176,16 +177,23 @@ done > seedfw-images.txt
 """
 
 
+# Where an ext4 root carries the build's boot package for the agent (--file).
+PACKAGE_PATH = "/usr/share/seedfw/boot.pkg"
+
+
 def agent_args(cfg) -> str:
-    region = next((r for r in cfg.board.memory if r.name == "boot-package"), None) or \
-        next((r for r in cfg.board.memory if r.name == "dvfs"), None)
-    if region is None:
-        return ""
+    region = next((r for r in cfg.board.memory if r.name == "boot-package"), None)
     # Both boards' OS images carry the OPP overlay (qemu-aarch64: U-Boot applies it from the OS
     # FIT, seedfw.parts.os_fit; rk3588: applied to the board DT at build time,
     # seedfw.parts.os_boot_files): the agent checks the live DT against the DVFS table.
     perf = "".join(f"--perf {spec} " for spec in cfg.board.raw.get("perf", []))
-    return f"{perf}--mem 0x{region.base:x}:0x{region.size:x} --dt-opp /proc/device-tree"
+    if region is not None:
+        # The payload copied the boot package there and U-Boot's script reserved it (no-map).
+        return f"{perf}--mem 0x{region.base:x}:0x{region.size:x} --dt-opp /proc/device-tree"
+    # No bootloader of ours places it in RAM (rk3588: stock U-Boot boots extlinux.conf, and
+    # the kernel's DT reserves nothing, so /dev/mem would refuse the RAM): the OS carries the
+    # build's boot package in its ext4 root instead (seedfw.parts.os_root puts it there).
+    return f"{perf}--file {PACKAGE_PATH} --dt-opp /proc/device-tree"
 
 
 def files(cfg, toolchain_path: Path, ext: Path) -> dict[str, str]:

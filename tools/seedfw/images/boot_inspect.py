@@ -161,6 +161,8 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
             detail += ", empty"
         report.rows.append(row_cls(f"partition {p.index} {p.name}", "partition", p.size, p.size,
                                    "-", True, detail))
+        if ", ext4" in detail:
+            _ext4_rows(report, row_cls, p.name, data)
     at = 32 * 1024
     first = min((p.offset for p in table.partitions), default=len(view))
     boot_area = view.sub(at, max(min(first, len(view)) - at, 0), "offset 0x8000", "boot area") \
@@ -200,6 +202,17 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
         report.rows.append(r)
     report.notes += [f"firmware/{n}" for n in inner.notes]
     report.notes.append(f"firmware partition: our FIT ({len(inner.rows)} rows)")
+
+
+def _ext4_rows(report, row_cls, name: str, data: bytes) -> None:
+    """One row per file of an ext4 partition (seedfw.images.ext4_list: bounded)."""
+    from . import ext4_list
+    files, more = ext4_list.listing(data.bytes() if isinstance(data, View) else data)
+    for f in files:
+        report.rows.append(row_cls(f"{name}:{f.path}", f.kind, f.size, f.size, "-", True,
+                                   f"mode {f.mode & 0o7777:04o} uid {f.uid} gid {f.gid}"))
+    report.notes.append(f"partition {name}: ext4, {len(files)} entries listed (up to "
+                        f"{ext4_list.MAX_DEPTH} levels)" + (f", {more} more not listed" if more else ""))
 
 
 def _external_end(data: View, path) -> int:

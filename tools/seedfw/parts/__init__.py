@@ -24,6 +24,7 @@ REGISTRY = Registry("part", {
     "image": "seedfw.parts.firmware_image:FirmwareImagePart",
     "uboot-rockchip": "seedfw.parts.uboot_rockchip:UbootRockchipPart",
     "os-fit": "seedfw.parts.os_fit:OsFitPart",
+    "os-root": "seedfw.parts.os_root:OsRootPart",
     "os-boot-files": "seedfw.parts.os_boot_files:OsBootFilesPart",
     "disk": "seedfw.parts.disk:DiskPart",
     "loader": "seedfw.parts.loader:LoaderPart",

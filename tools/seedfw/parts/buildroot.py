@@ -27,7 +27,8 @@ class BuildrootPart(Part):
     Kconfig symbols read: BUILDROOT (enables it), BUILDROOT_VERSION, BUILDROOT_TARGET_CPU,
     BUILDROOT_CONSOLE, BUILDROOT_ROOTFS_CPIO, BUILDROOT_PACKAGES,
     BUILDROOT_EXTRA_CONFIG, BUILDROOT_AGENT, BUILDROOT_AGENT_POWEROFF, BUILD_JOBS.
-    Board fields read: name, memory region "boot-package" (else "dvfs"): where the agent looks.
+    Board fields read: name, memory region "boot-package": where the agent looks (else
+    the boot package file the ext4 root carries, seedfw.os_root).
     Steps (the first four prepare things shared by every output dir, in the seedfw cache):
       buildroot.tree       pinned tarball → unpacked tree (seedfw.buildroot.tree)
       buildroot.hosttar    tar 1.35 from Debian source (Buildroot needs >= 1.35)

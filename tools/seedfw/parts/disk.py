@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import re
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
 from .base import OS_PARTITION_SIZE, BootArtifact, Part
+from .layout import MIB, PARTITION_SIZE, guid, rootfs_cpio, rootfs_size  # noqa: F401
 
 DOC = """Disk image: the SD/eMMC (board boot.storage sd-emmc) or QEMU virtio disk, written by
 genimage as a GPT image, with bmaptool's block map.
@@ -28,8 +27,9 @@ Layout (one definition, `layout()`; tests read it back through seedfw.images.gpt
                 and extlinux/extlinux.conf (seedfw.parts.os_boot_files), GPT attribute bit 2
                 (legacy BIOS bootable) set, so U-Boot's bootstd scans only this partition
     +16/32 MiB  partition "rootfs": ext4 (label "rootfs"): Buildroot's rootfs.cpio unpacked
-                (BUILDROOT_ROOTFS_EXT4, size BUILDROOT_ROOTFS_EXT4_SIZE, also images/rootfs.ext4),
-                else an empty placeholder of 16 MiB
+                (BUILDROOT_ROOTFS_EXT4, size BUILDROOT_ROOTFS_EXT4_SIZE, also images/rootfs.ext4)
+                with, for an ext4 root (OS_ROOT_EXT4), the kernel modules and the boot package
+                added (seedfw.os_root.rootfs_additions), else an empty placeholder of 16 MiB
 
 The ext4 file systems are genimage's ext4 type with the host's mke2fs (-d: the tree is copied
 in). The tree is unpacked and staged under fakeroot, and genimage runs in the same fakeroot
@@ -43,19 +43,17 @@ exec-post debugfs script sets every inode's atime/ctime/mtime/crtime to SOURCE_D
 with their sha256 (bmaptool checks them when copying); which ranges are "mapped" depends on the
 holes of the file genimage wrote, so it describes this image file.
 
-Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE).
+Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE),
+OS_ROOT_EXT4 (through seedfw.os_root).
 Board fields read: name, boot.rom (rockchip: u-boot-rockchip.bin at 32 KiB), boot.storage,
 image.format (not fit: the firmware FIT for U-Boot is made here).
 Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap (+ images/rootfs.ext4, and the
 <board>.itb of boards whose image format is not a FIT).
 """
 
-VERSION = "3"            # 3: the OS's boot.ext4 (rk3588), Buildroot's rootfs as ext4
-MIB = 1 << 20
+VERSION = "4"            # 4: the ext4 root's modules and boot package; 3: boot.ext4 (rk3588)
 UBOOT_OFFSET = 32 * 1024
 FIRMWARE_OFFSET = 16 * MIB
-PARTITION_SIZE = 16 * MIB
-NAMESPACE = uuid.UUID("5eedf000-0000-4000-8000-000000000000")   # our uuid5 namespace
 
 
 @dataclass(frozen=True)
@@ -113,36 +111,9 @@ def boot_files(ctx) -> dict[str, str]:
     return rk3588_os.boot_files(ctx)
 
 
-def rootfs_cpio(ctx) -> Path | None:
-    """Buildroot's rootfs.cpio when the "rootfs" partition is to hold it, else None."""
-    v = ctx.values
-    if v.get("BUILDROOT") and v.get("BUILDROOT_ROOTFS_CPIO") and v.get("BUILDROOT_ROOTFS_EXT4"):
-        return ctx.images / "rootfs.cpio"
-    return None
-
-
-def rootfs_size(ctx) -> int:
-    """BUILDROOT_ROOTFS_EXT4_SIZE ("32M", "65536K", ...) in bytes when the rootfs is
-    Buildroot's; the placeholder is PARTITION_SIZE."""
-    if rootfs_cpio(ctx) is None:
-        return PARTITION_SIZE
-    text = str(ctx.values.get("BUILDROOT_ROOTFS_EXT4_SIZE") or "32M")
-    m = re.fullmatch(r"(\d+)([KMG])", text.strip())
-    size = int(m.group(1)) << {"K": 10, "M": 20, "G": 30}[m.group(2)] if m else 0
-    if size < MIB or size % MIB:
-        raise SeedfwError(f"'{text}' is not a size in whole MiB of at least 1M (e.g. 32M)",
-                          Path(getattr(ctx, "outdir", ".")) / ".config",
-                          "CONFIG_BUILDROOT_ROOTFS_EXT4_SIZE")
-    return size
-
-
 def os_image(ctx) -> str | None:
     from . import os_fit as osimage
     return osimage.name(ctx) if osimage.wanted(ctx) else None
-
-
-def guid(ctx, what: str) -> str:
-    return str(uuid.uuid5(NAMESPACE, f"{ctx.board.name}/{what}"))
 
 
 def _stamp() -> str:
@@ -299,23 +270,34 @@ _STAGE = """set -e
 umask 022
 cd "$1"
 if [ -n "$2" ]; then cpio -idm --quiet --no-absolute-filenames < "$2"; fi
-shift 2
-while [ $# -gt 0 ]; do install -D -m 0644 "$1" "boot/$2"; shift 2; done
+if [ -n "$3" ]; then tar -x --keep-directory-symlink --no-same-permissions -f "$3"; fi
+shift 3
+while [ $# -gt 0 ]; do install -D -m 0644 "$1" "$2"; shift 2; done
 """
 
 
 def stage_tree(ctx, root: Path, state: Path, log) -> None:
     """The tree genimage copies into the ext4 images: Buildroot's rootfs.cpio unpacked (or
-    nothing: the placeholder), the OS's boot files under boot/ (the "boot" mountpoint)."""
+    nothing: the placeholder) with what the ext4 root adds (kernel modules, the boot package:
+    seedfw.os_root.rootfs_additions), the OS's boot files under boot/ (the "boot" mountpoint)."""
     os.chmod(root, 0o755)
     cpio = rootfs_cpio(ctx)
+    tar, extra = _rootfs_additions(ctx)
     pairs = []
     for dest, name in boot_files(ctx).items():
-        pairs += [_needed(ctx, name), dest]
+        pairs += [_needed(ctx, name), f"boot/{dest}"]
+    for dest, path in extra.items():
+        pairs += [_needed(ctx, path.name), dest]
     plan_mod.run_command(["fakeroot", "-s", state, "--", "sh", "-c", _STAGE, "stage",
                           root.absolute(), _needed(ctx, cpio.name).absolute() if cpio else "",
+                          _needed(ctx, tar.name).absolute() if tar else "",
                           *(Path(x).absolute() if i % 2 == 0 else x for i, x in enumerate(pairs))],
                          log=log)
+
+
+def _rootfs_additions(ctx):
+    from . import os_root
+    return os_root.rootfs_additions(ctx)
 
 
 def times_script(tree: Path, skip=frozenset()) -> str:
@@ -355,6 +337,8 @@ def _steps(ctx) -> list:
     if own_fit(ctx) and os_image(ctx):
         sources.append(os_image(ctx))
     sources += list(boot_files(ctx).values())
+    tar, extra = _rootfs_additions(ctx)
+    sources += [p.name for p in ([tar] if tar else []) + list(extra.values())]
     if rootfs_cpio(ctx) is not None:
         sources.append(rootfs_cpio(ctx).name)
 
