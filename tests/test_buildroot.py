@@ -303,8 +303,9 @@ def test_rootfs_holds_the_agent_and_its_settings(br_build):
                    stdin=open(cpio, "rb"), cwd=work, check=True)
     assert (work / "usr/bin/seedfw-agent").read_bytes()[:4] == b"\x7fELF"
     assert (work / "usr/bin/seedfw-agent").read_bytes()[18] == 183        # EM_AARCH64
-    # the board's perf PMU window (board.yaml perf), then where the boot package is
+    # the board's perf PMU windows (board.yaml perf), then where the boot package is
     assert ('SEEDFW_AGENT_ARGS="--perf armv8_pmuv3/cpu_cycles,inst_retired/CONFIG_ARM_PMUV3 '
+            '--perf rockchip_ddr/read-bytes,write-bytes,cycles/CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI '
             '--mem 0x60400000:0x400000 --dt-opp /proc/device-tree"') in \
         (work / "etc/default/seedfw-agent").read_text()
 
