@@ -67,8 +67,11 @@ class Redis:
 
 def build_env(cache: Path) -> dict:
     """The build's own seedfw cache dir (empty U-Boot cache and local ccache), the shared
-    download cache (nothing is fetched twice)."""
-    return dict(os.environ, SEEDFW_CACHE_DIR=str(cache), SEEDFW_DL_DIR=str(paths.download_dir()))
+    download cache (nothing is fetched twice), the machine's rknn venv and compiled models
+    (what this test measures is the C compiler cache)."""
+    from seedfw.rknn import compile as rknn_compile, venv
+    return dict(os.environ, SEEDFW_CACHE_DIR=str(cache), SEEDFW_DL_DIR=str(paths.download_dir()),
+                SEEDFW_RKNN_VENV=str(venv.venv_dir()), SEEDFW_MODEL_CACHE=str(rknn_compile.cache_root()))
 
 
 def remote_fragment(tmp: Path, url: str) -> Path:

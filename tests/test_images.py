@@ -357,7 +357,8 @@ def test_rk3588_firmware_fit_leaves_bl31_to_uboot(tmp_path_factory):
     from seedfw.parts.firmware_image import bl31_image
 
     assert "bl31" not in listing
-    for i, name in enumerate(["dvfs", "opp", "model-yolov8s"]):
+    for i, name in enumerate(["dvfs", "opp", "model-digits", "model-ppocr_det", "model-ppocr_cls",
+                              "model-digits_labels"]):
         assert f" Image {i} ({name})" in listing
     report = inspect(itb)
     assert report.ok and len(report.rows) == 6
@@ -389,7 +390,7 @@ def test_qemu_build_package_carries_the_payload(tmp_path_factory):
     pkg_path = ctx.images / "qemu-aarch64-boot.pkg"
     blob = pkg_path.read_bytes()
     pkg = package.decode(blob)
-    assert [e.name for e in pkg.entries] == ["payload", "dvfs", "opp", "yolov8s", "labels"]
+    assert [e.name for e in pkg.entries] == ["payload", "dvfs", "opp", "digits", "digits_labels"]
     assert pkg.data(blob, pkg.entries[0]) == (ctx.images / "bl33.bin").read_bytes()
     doc = json.loads((ctx.images / "images.json").read_text())
     assert doc["package"]["expected_boot_lines"] == package.expected_boot_lines(blob)

@@ -211,7 +211,9 @@ def test_modules_in_rootfs_and_initramfs_are_the_modules_dep_closure(rk3588_buil
     lsdir = _debugfs(rootfs, f"ls -p /lib/modules/{RELEASE}/kernel/drivers/mmc/host").decode()
     assert "sdhci-msm.ko" not in lsdir and "/sdhci-of-dwcmshc.ko/" in lsdir
     default = _debugfs(rootfs, "cat /etc/default/seedfw-agent").decode()
-    assert f'SEEDFW_AGENT_ARGS="--file {os_root.PACKAGE_PATH} --dt-opp /proc/device-tree"' in default
+    assert (f'SEEDFW_AGENT_ARGS="--perf rockchip_ddr/read-bytes,write-bytes,cycles/'
+            f'CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI --file {os_root.PACKAGE_PATH} '
+            f'--dt-opp /proc/device-tree"') in default
     assert _debugfs(rootfs, f"cat {os_root.PACKAGE_PATH}") == \
         builds.image(rk3588_build, "rk3588-boot.pkg").read_bytes()
     conf = os_parts["extlinux/extlinux.conf"].read_text()

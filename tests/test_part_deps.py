@@ -87,7 +87,7 @@ def test_rootfs_only_change_reruns_only_the_os_steps(br_build, qemu_aarch64_buil
     shutil.copytree(result.outdir, out, symlinks=True)
     frag = tmp_path / "issue.fragment"
     frag.write_text(builds.BUILDROOT_FRAGMENT.read_text()
-                    + r'CONFIG_BUILDROOT_EXTRA_CONFIG="BR2_TARGET_GENERIC_HOSTNAME=\\\"seedfwtest\\\""'
+                    + r'CONFIG_BUILDROOT_EXTRA_CONFIG="BR2_TARGET_GENERIC_GETTY_TERM=\\\"vt102\\\""'
                     + "\n")
     build_mod.build("qemu-aarch64", out, [frag])
     actions = steps_of(out)

@@ -33,7 +33,7 @@ def output_dir(board: str, output: str | os.PathLike | None = None) -> Path:
 # ran the command" even for code that runs in another directory (apt's private state, make -C) and
 # for child processes; an empty value means unset, as in a shell's ${VAR:-default}.
 PATH_VARIABLES = ("SEEDFW_DL_DIR", "SEEDFW_MIRROR_DIR", "SEEDFW_BENCH", "SEEDFW_CACHE_DIR",
-                  "KCONFIG_CONFIG")
+                  "KCONFIG_CONFIG", "SEEDFW_RKNN_VENV", "SEEDFW_MODEL_CACHE")
 
 
 def env_path(name: str) -> Path | None:

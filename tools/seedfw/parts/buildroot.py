@@ -43,7 +43,7 @@ class BuildrootPart(Part):
                "BUILDROOT_ROOTFS_CPIO",
                "BUILDROOT_PACKAGES", "BUILDROOT_EXTRA_CONFIG", "BUILDROOT_AGENT",
                "BUILDROOT_AGENT_POWEROFF", "BUILD_JOBS")
-    BUILD_VERSION = "2"          # 2: buildroot.json has package_sizes
+    BUILD_VERSION = "3"          # 3: per-run package timings moved to logs/; 2: package_sizes
 
     def check_config(self, cfg):
         """The Buildroot menu's fragment, every symbol checked against the pinned tree (bad
@@ -192,6 +192,10 @@ class BuildrootPart(Part):
                 raise SeedfwError("Buildroot finished without this image", built)
             files[name] = built
         info = self.info(ctx, out, progress, files)
+        # What this run's make built, with seconds, is a record of the run (an incremental make
+        # lists one package, a cold one 23), not of the rootfs: a log, beside the others.
+        util.write_json(ctx.outdir / "logs" / "buildroot-packages.json",
+                        {"packages": info.pop("packages")})
         util.write_json(ctx.build_dir("buildroot-info") / "buildroot.json", info)
         files["buildroot.json"] = ctx.build_dir("buildroot-info") / "buildroot.json"
         for name, entry in info["rootfs"].items():

@@ -66,7 +66,9 @@ def pin_hash() -> str:
 
 
 def venv_dir() -> Path:
-    return paths.cache_dir() / f"rknn-venv-{pin_hash()}"
+    """$SEEDFW_RKNN_VENV, else <seedfw cache>/rknn-venv-<pin hash>. (The variable lets a build
+    with a cache dir of its own, e.g. a compiler-cache experiment, use the machine's venv.)"""
+    return paths.env_path("SEEDFW_RKNN_VENV") or paths.cache_dir() / f"rknn-venv-{pin_hash()}"
 
 
 def python() -> Path:
