@@ -85,8 +85,13 @@ def test_rootfs_only_change_reruns_only_the_os_steps(br_build, qemu_aarch64_buil
     assert cache[0] == cache[1]
     out = tmp_path / "copy"
     shutil.copytree(result.outdir, out, symlinks=True)
-    frag = tmp_path / "issue.fragment"
-    frag.write_text(builds.BUILDROOT_FRAGMENT.read_text()
+    # The firmware's build id is the configuration hash unless CONFIG_BUILD_ID names one, so a
+    # Kconfig change rebuilds what embeds it: pin it first (one rebuild), then change the rootfs.
+    pinned = tmp_path / "pinned.fragment"
+    pinned.write_text(builds.BUILDROOT_FRAGMENT.read_text() + 'CONFIG_BUILD_ID="deps-test"\n')
+    build_mod.build("qemu-aarch64", out, [pinned])
+    frag = tmp_path / "rootfs.fragment"
+    frag.write_text(pinned.read_text()
                     + r'CONFIG_BUILDROOT_EXTRA_CONFIG="BR2_TARGET_GENERIC_GETTY_TERM=\\\"vt102\\\""'
                     + "\n")
     build_mod.build("qemu-aarch64", out, [frag])
