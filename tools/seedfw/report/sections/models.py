@@ -61,7 +61,7 @@ def _fmt(v, digits=4):
 
 def _table(doc) -> tuple[list[str], list[list[str]]]:
     head = ["model", "target", "dtype", "bytes", "metric", "FP32", "NPU", "drop",
-            f"weight B/inference", f"weight B/s at {doc['frame_rate']} fps"]
+            "weight B/inference", f"weight B/s at {doc['frame_rate']} fps"]
     body = [[r["name"], r["target"], r["dtype"], _fmt(r["file_bytes"]), r["metric"],
              _fmt(r["fp32"]), _fmt(r["npu"]), _fmt(r["drop"]),
              _fmt(r["weight_bytes_per_inference"]), _fmt(r["weight_bytes_per_second"])]
