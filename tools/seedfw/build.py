@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, ccache, parts, paths, util
+from . import cache as artifact_cache
 from . import config as config_mod
 from .plan import Plan
 from .report import stage as report_stage
@@ -31,6 +32,10 @@ class BuildResult:
     @property
     def ran(self) -> list[str]:
         return [r["step"] for r in self.records if r["action"] == "ran"]
+
+    @property
+    def restored(self) -> list[str]:
+        return [r["step"] for r in self.records if r["action"] == "restored"]
 
 
 def build(board: str, output=None, fragments=(), jobs: int | None = None, strict: bool = False,
@@ -60,7 +65,8 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
     ctx = parts.BuildContext(cfg, progress=lambda m: say(m, markup=False, highlight=False))
     say(f"[bold]{board}[/]{counter}: build {ctx.build_id} → {_shown(ctx.outdir)}")
 
-    plan = Plan(ctx.outdir, jobs, console, jobserver=jobserver)
+    store = artifact_cache.from_environment()
+    plan = Plan(ctx.outdir, jobs, console, jobserver=jobserver, cache=store)
     artifacts: list[Path] = []
     declared = []           # BootArtifacts: what the board reads at boot (see write_manifest)
     for part in parts.enabled(cfg.values):
@@ -69,7 +75,13 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
         declared += part.boot_artifacts(ctx)
 
     ccache.begin(ctx)                 # this build's stats log (the remote: first compile)
-    records = plan.run()
+    try:
+        records = plan.run()
+    finally:
+        if store is not None:
+            for note in store.stats.notes:
+                say(f"  [yellow]artifact store:[/] {note}", markup=True)
+            store.trim()
     ccache.finish(ctx)                # images/ccache.json, read by the report
     manifest = write_manifest(ctx, artifacts, declared)
     for name, why in manifest.get("non_functional", {}).items():
@@ -79,7 +91,10 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
         f"{_shown(report_dir)}/report.{{json,md,html}}")
     seconds = time.monotonic() - started
     ran = sum(r["action"] == "ran" for r in records)
-    say(f"[bold]{board}[/]{counter}: {ran} step(s) ran, {len(records) - ran} up to date, {seconds:.1f} s; "
+    restored = sum(r["action"] == "restored" for r in records)
+    say(f"[bold]{board}[/]{counter}: {ran} step(s) ran, "
+        + (f"{restored} restored from the artifact store, " if restored else "")
+        + f"{len(records) - ran - restored} up to date, {seconds:.1f} s; "
         f"images in {_shown(ctx.outdir / 'images')}")
     return BuildResult(board, ctx.outdir, records, manifest, seconds)
 

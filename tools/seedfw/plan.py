@@ -63,6 +63,10 @@ class Step:
     version:  bump when the step's code changes what it produces
     package:  log name: output goes to <out>/logs/<package>.log (`self.log`)
     outputs:  files that must exist for a skip to be trusted
+    cache:    False when this step's outputs must not be restored from the artifact store
+              (seedfw.cache) into another output directory: they name where they were built.
+              Steps whose outputs are not all regular files inside the output directory are
+              never stored anyway (downloads, trees)
     `run` hands the files it produced to `step.install({final path: built path})`; the plan puts
     them in place (atomically, all together) only after `run` returned.
     """
@@ -76,6 +80,7 @@ class Step:
     version: str = "1"
     package: str | None = None
     outputs: tuple[Path, ...] = ()
+    cache: bool = True
     log: Path | None = None          # set by the plan
     staged: dict = field(default_factory=dict, repr=False)   # final path -> built path
 
@@ -216,8 +221,10 @@ class Plan:
     the makes it starts draw their extra jobs from it; its interrupt also stops this plan.
     """
 
-    def __init__(self, outdir: Path, jobs: int | None = None, console=None, jobserver=None):
+    def __init__(self, outdir: Path, jobs: int | None = None, console=None, jobserver=None,
+                 cache=None):
         self.outdir = Path(outdir)
+        self.cache = cache              # seedfw.cache.ArtifactCache, or None
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.jobserver = jobserver
         if jobserver is not None:
@@ -376,6 +383,9 @@ class Plan:
             return stamp
         if self.interrupted:
             raise Interrupted(step.name)
+        restored = self._restore(step, stamp, stamp_file, dep_stamps, started)
+        if restored is not None:
+            return restored
         if self.jobserver is None:
             return self._run_held(step, stamp, stamp_file, dep_stamps, started)
         token = self.jobserver.acquire(lambda: self.interrupted)     # one slot per running step
@@ -412,11 +422,61 @@ class Plan:
             raise self._failure(step, exc) from None
         finally:
             _current.plan = None
+        key_stamp = stamp
         # Recompute: a step may create what its inputs describe (e.g. a fetch fills the cache).
         stamp, doc = stamp_of(step, dep_stamps)
+        stored = self._store(step, key_stamp)
         util.write_json(stamp_file, {"stamp": stamp, **doc})
-        self._record(step, "ran", stamp, started)
+        self._record(step, "ran", stamp, started, stored=stored)
         return stamp
+
+    # -- the artifact store (seedfw.cache) --
+
+    def _cache_files(self, step: Step) -> list[Path] | None:
+        """What a restore must put back: the declared outputs and every file the step installed;
+        None when they cannot leave this output directory (see seedfw.cache.cacheable)."""
+        if self.cache is None or not step.cache:
+            return None
+        from . import cache as cache_mod
+        files = sorted({*map(Path, step.outputs), *step.staged})
+        return files if cache_mod.cacheable(files, self.outdir) is None else None
+
+    def _restore(self, step: Step, stamp: str, stamp_file: Path, dep_stamps: dict,
+                 started: float) -> str | None:
+        """A step whose stamp the store knows: its files copied out (verified), committed like a
+        run's, the stamp written last. None on a miss (or when the step is never cached)."""
+        if self.cache is None or not step.cache:
+            return None
+        from . import cache as cache_mod
+        if step.outputs and cache_mod.cacheable(step.outputs, self.outdir) is not None:
+            return None
+        got = self.cache.restore(step.name, stamp, self.outdir)
+        if got is None:
+            return None
+        stamp_file.unlink(missing_ok=True)
+        try:
+            if self.interrupted:
+                raise Interrupted(step.name)
+            for tmp, final in got.moves:
+                os.replace(tmp, final)
+        except BaseException:
+            for tmp, _ in got.moves:
+                tmp.unlink(missing_ok=True)
+            raise
+        self._open_log(step)
+        with open(step.log, "a") as f:
+            f.write(f"=== step {step.name} (stamp {stamp[:16]}): restored {got.files} file(s), "
+                    f"{got.bytes} bytes, from the {got.source} artifact store\n")
+        stamp, doc = stamp_of(step, dep_stamps)
+        util.write_json(stamp_file, {"stamp": stamp, **doc})
+        self._record(step, "restored", stamp, started, bytes=got.bytes, source=got.source)
+        return stamp
+
+    def _store(self, step: Step, stamp: str) -> int | None:
+        files = self._cache_files(step)
+        if files is None or not all(f.is_file() for f in files):
+            return None
+        return self.cache.save(step.name, stamp, self.outdir, files)
 
     def _commit(self, step: Step) -> None:
         """Put a finished step's products in place: all copied to temporary files beside their
@@ -454,16 +514,20 @@ class Plan:
                 self._fresh_logs.add(step.log.name)
                 step.log.write_text("")
 
-    def _record(self, step: Step, action: str, stamp: str, started: float) -> None:
+    def _record(self, step: Step, action: str, stamp: str, started: float, **extra) -> None:
         seconds = round(time.monotonic() - started, 3)
         with self._lock:
             self.records.append({"step": step.name, "action": action, "stamp": stamp,
-                                 "seconds": seconds})
+                                 "seconds": seconds,
+                                 **{k: v for k, v in extra.items() if v is not None}})
         if self.console is not None:
             if action == "ran":
                 self.console.print(f"  [green]built[/]   {step.name:<22} {seconds:6.1f} s")
             elif action == "failed":
                 self.console.print(f"  [red]FAILED[/]  {step.name:<22} {seconds:6.1f} s")
+            elif action == "restored":
+                self.console.print(f"  [cyan]restored[/] {step.name:<21} {seconds:6.1f} s  "
+                                   f"from the {extra.get('source')} artifact store")
             elif action == "interrupted":
                 self.console.print(f"  [yellow]stopped[/] {step.name:<22} {seconds:6.1f} s")
             else:

@@ -65,6 +65,15 @@ def outputs(ctx) -> list[Path]:
     return out
 
 
+def written(ctx) -> list[Path]:
+    """Every file image.pack writes, not only the artifacts: a restore from the artifact store
+    (seedfw.cache) puts back exactly the step's outputs."""
+    extra = [ctx.images / "dvfs" / "opp.dts", ctx.images / "dvfs" / "dvfs_table.h"]
+    if ctx.board.image["format"] == "fit" and ctx.values.get("IMAGE_SIGN"):
+        extra.append(ctx.images / f"{ctx.board.name}-pubkey.dtb")
+    return outputs(ctx) + extra
+
+
 def _inputs(ctx) -> dict:
     board = ctx.board
     doc = {"symbols": plan_mod.symbols(ctx.values, SYMBOLS),
@@ -138,4 +147,4 @@ class FirmwareImagePart(Part):
         if ctx.values.get("MODELS"):      # the compiled models (their cards name the cache entries)
             needs += (ctx.images / "models.json",)
         return [plan_mod.Step("image.pack", run, needs=needs, inputs=lambda: _inputs(ctx),
-                              version=VERSION, package="image", outputs=tuple(outputs(ctx)))]
+                              version=VERSION, package="image", outputs=tuple(written(ctx)))]

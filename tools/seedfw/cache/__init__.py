@@ -1,0 +1,209 @@
+"""Build once, anywhere: step outputs stored by the step's stamp, restored instead of rebuilt.
+
+A step's stamp (seedfw.plan.stamp_of) already hashes everything that affects its result — its code
+version, its inputs (file hashes, the Kconfig symbols it reads, the toolchain's version string) and
+the stamps of the steps it depends on — with no absolute path in it. So two output directories, two
+checkouts or two machines that compute the same stamp for a step would build the same files, and
+the second can take them from the first: Yocto's sstate by task hash, Bazel's action cache.
+
+    ArtifactCache.restore(step, stamp, outdir)  -> the files, verified, ready to commit (or None)
+    ArtifactCache.save(step, stamp, outdir, files)
+
+Where the bytes live: a local store (seedfw.cache.local, `~/.cache/seedfw/artifacts`, capped,
+least recently used first out) and optionally a remote one on an existing engine (REMOTES: an OCI
+registry through ORAS). A local miss asks the remote; a remote hit lands in the local store first.
+Developers read the remote (`SEEDFW_CACHE_REMOTE_MODE=ro`, the default), CI also writes it (`rw`).
+
+What is never cached: a step whose outputs are not all regular files inside the output directory
+(downloads into the shared cache, trees), one whose part declares `cache=False` (its outputs name
+where they were built), and everything when `SEEDFW_ARTIFACT_CACHE=off`.
+
+Never a wrong hit: the key is the stamp; a record names each file's sha256, and every byte restored
+is hashed on the way out — a corrupt or vanished blob drops the record and the step runs. A restore
+goes through the plan's commit (temporary files renamed together, stamp written last), so an
+interrupted restore leaves nothing that looks complete. tests/test_artifact_cache.py flips each
+kind of input and asserts a miss.
+
+Settings (environment only: they change where bytes come from, never what is built, so they are not
+Kconfig and not part of any stamp):
+    SEEDFW_ARTIFACT_CACHE       the local store's directory, or "off" (default <cache>/artifacts)
+    SEEDFW_ARTIFACT_CACHE_SIZE  its cap, e.g. 20G (default 20G)
+    SEEDFW_CACHE_REMOTE         e.g. oci://127.0.0.1:5000/seedfw/steps (credentials: see REMOTES)
+    SEEDFW_CACHE_REMOTE_MODE    ro (default) or rw
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import paths
+from ..errors import SeedfwError
+from ..registry import Registry
+from .local import FORMAT, Corrupt, LocalStore, copy_verified, parse_size
+
+DEFAULT_CAP = "20G"
+KEY_SALT = "seedfw-step-outputs-v1"
+
+# Remote stores by URL scheme (one module each; the class docstring is its reference page).
+REMOTES = Registry("artifact store", {
+    "oci": "seedfw.cache.oci:OciStore",
+})
+
+
+@dataclass
+class Restored:
+    """What a restore put in place: {final path: temporary file beside it}, and the bytes."""
+
+    moves: list[tuple[Path, Path]]
+    bytes: int
+    source: str                     # "local" or the remote's name
+    files: int = 0
+
+
+@dataclass
+class CacheStats:
+    """Per build: what the store did (the report's `cache` section reads steps.jsonl for this)."""
+
+    notes: list[str] = field(default_factory=list)
+
+
+class ArtifactCache:
+    """A local store plus an optional remote (see the module docstring)."""
+
+    def __init__(self, local: LocalStore, remote=None, remote_writes: bool = False):
+        self.local = local
+        self.remote = remote
+        self.remote_writes = remote_writes
+        self.stats = CacheStats()
+
+    @staticmethod
+    def key(stamp: str) -> str:
+        return hashlib.sha256(f"{KEY_SALT}\0{stamp}".encode()).hexdigest()
+
+    def describe(self) -> str:
+        text = repr(self.local)
+        if self.remote is not None:
+            text += f", remote {self.remote!r} ({'read-write' if self.remote_writes else 'read-only'})"
+        return text
+
+    # -- restore --
+    def restore(self, step_name: str, stamp: str, outdir: Path) -> Restored | None:
+        key = self.key(stamp)
+        record = self.local.get_record(key)
+        source = "local"
+        if record is None and self.remote is not None:
+            record = self._pull(key)
+            source = self.remote.name
+        if record is None or record.get("step") != step_name:
+            return None
+        moves: list[tuple[Path, Path]] = []
+        total = 0
+        try:
+            for f in record["files"]:
+                final = Path(outdir) / f["path"]
+                final.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+                os.close(fd)
+                moves.append((Path(tmp), final))
+                total += copy_verified(self.local.blob_path(f["sha256"]), Path(tmp), f["sha256"],
+                                       f["mode"])
+        except Corrupt as exc:
+            for tmp, _ in moves:
+                tmp.unlink(missing_ok=True)
+            self.local.drop(key)
+            self.local.drop_blob(exc.sha256)
+            self.stats.notes.append(f"{step_name}: stored object was corrupt ({exc}); deleted, rebuilt")
+            return None
+        except BaseException:
+            for tmp, _ in moves:
+                tmp.unlink(missing_ok=True)
+            raise
+        return Restored(moves, total, source, len(moves))
+
+    def _pull(self, key: str) -> dict | None:
+        try:
+            return self.remote.pull(key, self.local)
+        except SeedfwError as exc:
+            self.stats.notes.append(f"remote: {exc.message}")
+            return None
+
+    # -- save --
+    def save(self, step_name: str, stamp: str, outdir: Path, files) -> int:
+        """Store a step's files (after it ran); returns the bytes newly stored locally.
+        Best effort: a full disk or a remote that does not answer costs the entry, not the build."""
+        outdir = Path(outdir)
+        entries = []
+        import stat as stat_mod
+        from .. import util
+        for path in sorted(set(Path(p) for p in files)):
+            st = path.lstat()
+            entries.append({"path": path.relative_to(outdir).as_posix(),
+                            "sha256": util.sha256_file(path), "size": st.st_size,
+                            "mode": 0o755 if st.st_mode & stat_mod.S_IXUSR else 0o644})
+        record = {"format": FORMAT, "key": self.key(stamp), "step": step_name, "files": entries}
+        stored = 0
+        try:
+            for e in entries:
+                if self.local.put_blob(outdir / e["path"], e["sha256"], e["size"]):
+                    stored += e["size"]
+            self.local.put_record(record["key"], record)
+        except (OSError, Corrupt) as exc:
+            self.stats.notes.append(f"{step_name}: not stored ({exc})")
+            return stored
+        if self.remote is not None and self.remote_writes:
+            try:
+                self.remote.push(record, self.local)
+            except SeedfwError as exc:
+                self.stats.notes.append(f"remote: {exc.message}")
+        return stored
+
+    def trim(self) -> int:
+        try:
+            return self.local.trim()
+        except (OSError, SeedfwError):
+            return 0
+
+
+def cacheable(outputs, outdir: Path) -> str | None:
+    """None when these files can be stored and restored elsewhere; else why not."""
+    outdir = Path(outdir).resolve()
+    if not outputs:
+        return "declares no outputs"
+    for p in outputs:
+        p = Path(p)
+        try:
+            Path(os.path.abspath(p)).relative_to(outdir)
+        except ValueError:
+            return f"{p.name} is outside the output directory"
+        if p.is_symlink() or (p.exists() and not p.is_file()):
+            return f"{p.name} is not a regular file"
+    return None
+
+
+def from_environment() -> ArtifactCache | None:
+    """The cache the environment asks for; None when SEEDFW_ARTIFACT_CACHE=off."""
+    setting = os.environ.get("SEEDFW_ARTIFACT_CACHE", "").strip()
+    if setting.lower() in ("off", "0", "no", "false"):
+        return None
+    root = Path(os.path.expanduser(setting)).resolve() if setting else paths.cache_dir() / "artifacts"
+    cap = parse_size(os.environ.get("SEEDFW_ARTIFACT_CACHE_SIZE", "") or DEFAULT_CAP,
+                     "SEEDFW_ARTIFACT_CACHE_SIZE")
+    remote = None
+    url = os.environ.get("SEEDFW_CACHE_REMOTE", "").strip()
+    mode = os.environ.get("SEEDFW_CACHE_REMOTE_MODE", "ro").strip() or "ro"
+    if mode not in ("ro", "rw"):
+        raise SeedfwError(f"'{mode}' is not ro or rw", None, "SEEDFW_CACHE_REMOTE_MODE")
+    if url:
+        scheme = url.partition("://")[0]
+        if scheme not in REMOTES:
+            raise SeedfwError(f"no artifact store for '{scheme}://' (known: "
+                              f"{', '.join(s + '://' for s in REMOTES)})", None, "SEEDFW_CACHE_REMOTE")
+        remote = REMOTES.get(scheme, field="SEEDFW_CACHE_REMOTE").from_url(url)
+    return ArtifactCache(LocalStore(root, cap), remote, remote_writes=(mode == "rw"))
+
+
+__all__ = ["ArtifactCache", "LocalStore", "REMOTES", "Restored", "cacheable", "from_environment"]
