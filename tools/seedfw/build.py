@@ -39,7 +39,7 @@ class BuildResult:
 
 
 def build(board: str, output=None, fragments=(), jobs: int | None = None, strict: bool = False,
-          console=None, counter: str = "", jobserver=None) -> BuildResult:
+          console=None, counter: str = "", jobserver=None, store: bool = True) -> BuildResult:
     """Build one board into its output directory; returns what ran and the manifest.
 
     `counter` (e.g. " (2/3)") follows the board name in the progress lines of a multi-board build.
@@ -47,6 +47,8 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
     seedfw.jobserver and seedfw.multibuild); None: this plan's own `jobs` steps in parallel.
     Ctrl-C (KeyboardInterrupt) leaves the previous images, stamps and manifest of the interrupted
     steps as they were (see seedfw.plan) and propagates.
+    `store`: False builds every step that is not up to date here, taking nothing from the
+    artifact store (seedfw.cache) and putting nothing in it (`invoke build --no-store`).
     """
     say = console.print if console is not None else (lambda *a, **k: None)
     # One build per output directory at a time: two would compile into the same tree and read
@@ -54,10 +56,12 @@ def build(board: str, output=None, fragments=(), jobs: int | None = None, strict
     outdir = paths.output_dir(board, output)
     with util.file_lock(outdir / ".lock", f"output directory {_shown(outdir)}",
                         say=(lambda m: say(m, markup=False, highlight=False)) if console else None):
-        return _build(board, output, fragments, jobs, strict, console, say, counter, jobserver)
+        return _build(board, output, fragments, jobs, strict, console, say, counter, jobserver,
+                      store)
 
 
-def _build(board, output, fragments, jobs, strict, console, say, counter, jobserver) -> BuildResult:
+def _build(board, output, fragments, jobs, strict, console, say, counter, jobserver,
+           use_store) -> BuildResult:
     started = time.monotonic()
     cfg = config_mod.configure(board, output, fragments, strict)
     for warning in cfg.warnings:
@@ -65,7 +69,7 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
     ctx = parts.BuildContext(cfg, progress=lambda m: say(m, markup=False, highlight=False))
     say(f"[bold]{board}[/]{counter}: build {ctx.build_id} → {_shown(ctx.outdir)}")
 
-    store = artifact_cache.from_environment()
+    store = artifact_cache.from_environment() if use_store else None
     plan = Plan(ctx.outdir, jobs, console, jobserver=jobserver, cache=store)
     artifacts: list[Path] = []
     declared = []           # BootArtifacts: what the board reads at boot (see write_manifest)

@@ -71,7 +71,7 @@ class PrefixedConsole:
 
 
 def build_all(targets: list[tuple[str, Path | None]], fragments=(), jobs: int | None = None,
-              strict: bool = False, console=None) -> list[BoardOutcome]:
+              strict: bool = False, console=None, store: bool = True) -> list[BoardOutcome]:
     """Build every (board, output dir) of `targets` at once under `jobs` job slots in total
     (default: the number of cores). Returns the outcomes in the order of `targets`; raises
     KeyboardInterrupt (after stopping every board) on Ctrl-C."""
@@ -84,7 +84,7 @@ def build_all(targets: list[tuple[str, Path | None]], fragments=(), jobs: int | 
             for i, (name, out) in enumerate(targets, 1):
                 shown = PrefixedConsole(console, f"{name:<{width}} | ") if console else None
                 futures.append(pool.submit(_one, name, out, list(fragments), slots, strict, shown,
-                                           f" ({i}/{len(targets)})", jobserver))
+                                           f" ({i}/{len(targets)})", jobserver, store))
             wait(futures)
         except KeyboardInterrupt:
             jobserver.cancel.set()
@@ -95,12 +95,12 @@ def build_all(targets: list[tuple[str, Path | None]], fragments=(), jobs: int | 
         return [f.result() for f in futures]
 
 
-def _one(name, out, fragments, jobs, strict, console, counter, jobserver) -> BoardOutcome:
+def _one(name, out, fragments, jobs, strict, console, counter, jobserver, store=True) -> BoardOutcome:
     """One board's build in its own thread; whatever happens becomes its outcome."""
     started = time.monotonic()
     try:
         result = build_mod.build(name, out, fragments, jobs=jobs, strict=strict, console=console,
-                                 counter=counter, jobserver=jobserver)
+                                 counter=counter, jobserver=jobserver, store=store)
     except plan_mod.Interrupted:
         return BoardOutcome(name, "interrupted", seconds=time.monotonic() - started)
     except SeedfwError as exc:

@@ -383,21 +383,22 @@ class Plan:
             return stamp
         if self.interrupted:
             raise Interrupted(step.name)
-        restored = self._restore(step, stamp, stamp_file, dep_stamps, started)
+        key = self._cache_key(step, stamp)
+        restored = self._restore(step, stamp, key, stamp_file, dep_stamps, started)
         if restored is not None:
             return restored
         if self.jobserver is None:
-            return self._run_held(step, stamp, stamp_file, dep_stamps, started)
+            return self._run_held(step, stamp, stamp_file, dep_stamps, started, key)
         token = self.jobserver.acquire(lambda: self.interrupted)     # one slot per running step
         if token is None:
             raise Interrupted(step.name)
         try:        # the wait for a slot is not the step's time
-            return self._run_held(step, stamp, stamp_file, dep_stamps, time.monotonic())
+            return self._run_held(step, stamp, stamp_file, dep_stamps, time.monotonic(), key)
         finally:
             self.jobserver.release(token)
 
     def _run_held(self, step: Step, stamp: str, stamp_file: Path, dep_stamps: dict,
-                  started: float) -> str:
+                  started: float, key: str | None = None) -> str:
         stamp_file.unlink(missing_ok=True)          # a failed re-run must not look up to date
         try:
             self._open_log(step)
@@ -422,10 +423,9 @@ class Plan:
             raise self._failure(step, exc) from None
         finally:
             _current.plan = None
-        key_stamp = stamp
         # Recompute: a step may create what its inputs describe (e.g. a fetch fills the cache).
         stamp, doc = stamp_of(step, dep_stamps)
-        stored = self._store(step, key_stamp)
+        stored = self._store(step, key)
         util.write_json(stamp_file, {"stamp": stamp, **doc})
         self._record(step, "ran", stamp, started, stored=stored)
         return stamp
@@ -441,16 +441,31 @@ class Plan:
         files = sorted({*map(Path, step.outputs), *step.staged})
         return files if cache_mod.cacheable(files, self.outdir) is None else None
 
-    def _restore(self, step: Step, stamp: str, stamp_file: Path, dep_stamps: dict,
-                 started: float) -> str | None:
-        """A step whose stamp the store knows: its files copied out (verified), committed like a
-        run's, the stamp written last. None on a miss (or when the step is never cached)."""
+    def _cache_key(self, step: Step, stamp: str) -> str | None:
+        """The artifact store's key for this step as its inputs stand now (before it runs):
+        the stamp plus the sha256 of each file it needs (see seedfw.cache.ArtifactCache.key)."""
         if self.cache is None or not step.cache:
             return None
         from . import cache as cache_mod
         if step.outputs and cache_mod.cacheable(step.outputs, self.outdir) is not None:
             return None
-        got = self.cache.restore(step.name, stamp, self.outdir)
+        needs = {}
+        for n in step.needs:
+            p = Path(n)
+            try:
+                name = p.resolve().relative_to(self.outdir.resolve()).as_posix()
+            except ValueError:
+                name = "source:" + p.name
+            needs[name] = util.sha256_file(p) if p.is_file() else None
+        return self.cache.key(stamp, needs)
+
+    def _restore(self, step: Step, stamp: str, key: str | None, stamp_file: Path,
+                 dep_stamps: dict, started: float) -> str | None:
+        """A step whose key the store knows: its files copied out (verified), committed like a
+        run's, the stamp written last. None on a miss (or when the step is never cached)."""
+        if key is None:
+            return None
+        got = self.cache.restore(step.name, key, self.outdir)
         if got is None:
             return None
         stamp_file.unlink(missing_ok=True)
@@ -472,11 +487,11 @@ class Plan:
         self._record(step, "restored", stamp, started, bytes=got.bytes, source=got.source)
         return stamp
 
-    def _store(self, step: Step, stamp: str) -> int | None:
-        files = self._cache_files(step)
+    def _store(self, step: Step, key: str | None) -> int | None:
+        files = self._cache_files(step) if key is not None else None
         if files is None or not all(f.is_file() for f in files):
             return None
-        return self.cache.save(step.name, stamp, self.outdir, files)
+        return self.cache.save(step.name, key, self.outdir, files)
 
     def _commit(self, step: Step) -> None:
         """Put a finished step's products in place: all copied to temporary files beside their

@@ -280,3 +280,9 @@ def parse_size(text: str, source: str) -> int:
 
 
 __all__ = ["LocalStore", "Corrupt", "copy_verified", "parse_size"]
+
+
+def hashlib_sha256(data: bytes) -> str:
+    """sha256 hex of bytes (the blob name of `data`)."""
+    import hashlib
+    return hashlib.sha256(data).hexdigest()

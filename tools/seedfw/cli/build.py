@@ -44,8 +44,11 @@ def _outputs(board: str, output: str | None) -> list[tuple[str, Path | None]]:
     "strict": "treat configuration values that do not stick as errors",
     "allow_missing_blobs": "a missing vendor blob (rkbin DDR init) gives NON-FUNCTIONAL placeholder "
                            "images instead of an error (CI of forks; invoke flash refuses them)",
+    "no_store": "build every step that is not up to date here: take nothing from the artifact "
+                "store and put nothing in it (see docs/artifact-cache.md)",
 })
-def build(c, board=None, output=None, fragment=None, jobs=0, strict=False, allow_missing_blobs=False):
+def build(c, board=None, output=None, fragment=None, jobs=0, strict=False, allow_missing_blobs=False,
+          no_store=False):
     """Build a board's firmware into <out>/images.
 
     Build a board's firmware (TF-A, payload, MCU) into <out>/images with stamps, logs and a manifest."""
@@ -57,15 +60,16 @@ def build(c, board=None, output=None, fragment=None, jobs=0, strict=False, allow
     targets = _outputs(default_board(board), output)
     frags = list(fragment or ()) + ([str(ALLOW_MISSING_BLOBS)] if allow_missing_blobs else [])
     if len(targets) > 1:
-        return _build_boards(targets, frags, int(jobs) or None, strict, console)
+        return _build_boards(targets, frags, int(jobs) or None, strict, console, not no_store)
     name, out = targets[0]
-    result = build_mod.build(name, out, frags, jobs=int(jobs) or None, strict=strict, console=console)
+    result = build_mod.build(name, out, frags, jobs=int(jobs) or None, strict=strict, console=console,
+                             store=not no_store)
     line = _models_line(result)
     if line:
         console.print(line)
 
 
-def _build_boards(targets, frags, jobs, strict, console) -> None:
+def _build_boards(targets, frags, jobs, strict, console, store=True) -> None:
     """Every board at once under one job limit (seedfw.multibuild); then one summary line per
     board. Exit status: 0 when every board built; 1 with the one line
     `error: N of M boards failed: <board> (step <step>), …` on stderr when any failed (the
@@ -73,14 +77,16 @@ def _build_boards(targets, frags, jobs, strict, console) -> None:
     from .. import multibuild
 
     started = time.monotonic()
-    outcomes = multibuild.build_all(targets, frags, jobs, strict, console)
+    outcomes = multibuild.build_all(targets, frags, jobs, strict, console, store=store)
     for o in outcomes:
         line = _models_line(o.result) if o.result else None
         if line:
             console.print(f"{o.board}: {line.strip()}")
     ran = sum(len(o.result.ran) for o in outcomes if o.result)
+    restored = sum(len(o.result.restored) for o in outcomes if o.result)
     ok = sum(o.status == "ok" for o in outcomes)
     console.print(f"[bold]{ok} of {len(outcomes)} boards[/] built, {ran} step(s) ran, "
+                  + (f"{restored} restored, " if restored else "") +
                   f"{time.monotonic() - started:.1f} s (wall clock, measured):", markup=True)
     for line in multibuild.summary_lines(outcomes):
         console.print(line, markup=False)
