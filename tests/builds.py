@@ -22,18 +22,28 @@ _BUILT: dict[tuple, "build_mod.BuildResult"] = {}
 BUILDROOT_FRAGMENT = Path(__file__).resolve().parents[1] / "configs" / "buildroot.fragment"
 
 
+# Tags whose build is an independent compile of everything (the reproducibility pair's second
+# half): it takes nothing from the artifact store, so it proves what a store hit relies on.
+COLD_TAGS = ("second",)
+
+
 def build_board(name: str, tmp_path_factory, fragments=(), tag: str = "") -> "build_mod.BuildResult":
-    """Build `name` (once per session per name/fragments/tag) into a pytest temporary directory."""
+    """Build `name` (once per session per name/fragments/tag) into a pytest temporary directory.
+
+    Through the artifact store (seedfw.cache) like any user's build: a configuration the
+    machine built before — the README's first command builds rk3588 — is restored, a variant
+    restores every step its fragment does not touch. A COLD_TAGS build compiles everything."""
     key = (name, tuple(str(f) for f in fragments), tag)
     if key not in _BUILT:
         out = tmp_path_factory.mktemp(f"build-{name}{'-' + tag if tag else ''}")
-        _BUILT[key] = build_mod.build(name, out, fragments)
+        _BUILT[key] = build_mod.build(name, out, fragments, store=tag not in COLD_TAGS)
     return _BUILT[key]
 
 
-def rebuild(result: "build_mod.BuildResult", fragments=()) -> "build_mod.BuildResult":
-    """Build again into the same output directory (no-op unless `fragments` change something)."""
-    return build_mod.build(result.board, result.outdir, fragments)
+def rebuild(result: "build_mod.BuildResult", fragments=(), store: bool = False) -> "build_mod.BuildResult":
+    """Build again into the same output directory (no-op unless `fragments` change something).
+    Without the store by default: the tests that rebuild assert what a change re-runs."""
+    return build_mod.build(result.board, result.outdir, fragments, store=store)
 
 
 def image(result: "build_mod.BuildResult", name: str) -> Path:

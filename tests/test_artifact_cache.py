@@ -32,6 +32,8 @@ def _plan(outdir: Path, store, payload: bytes = b"firmware bytes", calls=None) -
 
     def make(step):
         calls.append("a.make")
+        with open(step.log, "a") as f:
+            f.write("compiling a.bin\n")
         a_bin.parent.mkdir(parents=True, exist_ok=True)
         a_bin.write_bytes(payload)
         os.chmod(a_bin, 0o755)
@@ -66,6 +68,9 @@ def test_a_second_output_directory_restores_every_step_byte_for_byte(tmp_path):
         assert (tmp_path / "two" / rel).read_bytes() == (tmp_path / "one" / rel).read_bytes()
     assert os.stat(tmp_path / "two" / "build/a/a.bin").st_mode & 0o777 == 0o755
     assert os.stat(tmp_path / "two" / "images/a.img").st_mode & 0o777 == 0o644
+    log = (tmp_path / "two" / "logs" / "a.make.log").read_text()
+    assert "restored 2 file(s), 28 bytes, from the local artifact store; nothing ran here" in log
+    assert "compiling a.bin\n=== end of the restored log of a.make" in log
     rec = [r for r in second if r["step"] == "a.make"][0]
     assert rec["bytes"] == 2 * len(b"firmware bytes") and rec["source"] == "local"
     # the restored stamps are those a run writes: a third build there skips everything

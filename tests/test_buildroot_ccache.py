@@ -85,7 +85,7 @@ def test_buildroot_does_not_unexport_the_ccache_variables():
 @pytest.fixture(scope="module")
 def br_build_again(br_build, tmp_path_factory):
     other = tmp_path_factory.mktemp("build-qemu-aarch64-buildroot-ccache")
-    return build_mod.build("qemu-aarch64", other, [BUILDROOT_FRAGMENT])
+    return build_mod.build("qemu-aarch64", other, [BUILDROOT_FRAGMENT], store=False)
 
 
 def _step(result, name="buildroot.build") -> dict:

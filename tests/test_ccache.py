@@ -164,7 +164,7 @@ def test_dead_remote_warns_once_and_builds_locally(tmp_path):
     successful local-only build and the reason in ccache.json; a live remote (negative
     control) gives no warning and remote traffic."""
     dead = f"redis://127.0.0.1:{free_port()}"
-    p = invoke("build", "--board", "mps2-an385", "--output", tmp_path / "dead", "--fragment",
+    p = invoke("build", "--no-store", "--board", "mps2-an385", "--output", tmp_path / "dead", "--fragment",
                remote_fragment(tmp_path, dead), env=build_env(tmp_path / "cache-dead"))
     assert p.returncode == 0, p.stderr
     assert warnings(p) == [f"  {WARNING} remote storage {dead} does not answer (Connection "
@@ -180,7 +180,7 @@ def test_dead_remote_warns_once_and_builds_locally(tmp_path):
         (tmp_path / "dead" / "report" / "report.md").read_text()
     # A no-op rebuild compiles nothing, so it asks no server: no wait, no warning, and the
     # figures stay those of the build that made the images.
-    again = invoke("build", "--board", "mps2-an385", "--output", tmp_path / "dead", "--fragment",
+    again = invoke("build", "--no-store", "--board", "mps2-an385", "--output", tmp_path / "dead", "--fragment",
                    remote_fragment(tmp_path, dead), env=build_env(tmp_path / "cache-dead"))
     assert again.returncode == 0, again.stderr
     assert warnings(again) == [] and "0 step(s) ran" in again.stdout
@@ -188,7 +188,7 @@ def test_dead_remote_warns_once_and_builds_locally(tmp_path):
 
     server = Redis(tmp_path)
     try:
-        p = invoke("build", "--board", "mps2-an385", "--output", tmp_path / "live", "--fragment",
+        p = invoke("build", "--no-store", "--board", "mps2-an385", "--output", tmp_path / "live", "--fragment",
                    remote_fragment(tmp_path, server.url), env=build_env(tmp_path / "cache-live"))
         assert p.returncode == 0, p.stderr
         assert warnings(p) == []
@@ -215,7 +215,7 @@ def remote_builds(remote, tmp_path_factory):
     frag = remote_fragment(tmp, remote.url)
     procs = {}
     for name in ("a", "b"):
-        procs[name] = invoke("build", "--board", "qemu-aarch64", "--output", tmp / name,
+        procs[name] = invoke("build", "--no-store", "--board", "qemu-aarch64", "--output", tmp / name,
                              "--fragment", frag, env=build_env(tmp / f"cache-{name}"),
                              timeout=1800)
         assert procs[name].returncode == 0, procs[name].stdout[-3000:] + procs[name].stderr
@@ -252,7 +252,7 @@ def test_killed_redis_mid_build_finishes_warns_once_same_images(remote, remote_b
     tmp, _ = remote_builds
     out, log = tmp / "c", ccache.stats_log(tmp / "c")
     proc = subprocess.Popen(
-        [os.sys.executable, "-m", "invoke", "build", "--board", "qemu-aarch64", "--output", out,
+        [os.sys.executable, "-m", "invoke", "build", "--no-store", "--board", "qemu-aarch64", "--output", out,
          "--fragment", remote_fragment(tmp, remote.url)], cwd=paths.ROOT,
         env=build_env(tmp / "cache-c"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 900
@@ -278,7 +278,7 @@ def test_report_quotes_the_bench_result_as_measured_by_the_bench(tmp_path):
     """The time saved comes from bench/cache_speed.py's per-host result, labelled with the bench,
     host and date; the build's own counters stay labelled as the stats log's."""
     env = build_env(tmp_path / "cache")
-    p = invoke("build", "--board", "mps2-an385", "--output", tmp_path / "out", env=env)
+    p = invoke("build", "--no-store", "--board", "mps2-an385", "--output", tmp_path / "out", env=env)
     assert p.returncode == 0, p.stderr
     host = socket.gethostname()
     bench = tmp_path / "cache" / "bench" / "cache_speed" / f"{host}.json"

@@ -132,8 +132,8 @@ def test_file_lock_is_reentrant_in_one_process(tmp_path):
 def test_two_builds_share_one_fresh_download_cache(tmp_path):
     """Wave 1: 'E: Unable to lock directory …/dl/.apt/trixie/lists/' and a failed fetch."""
     env = dict(os.environ, SEEDFW_DL_DIR=str(tmp_path / "dl"))
-    a = start_invoke("build", "--board", "qemu-aarch64", "--output", tmp_path / "a", env=env)
-    b = start_invoke("build", "--board", "qemu-aarch64", "--output", tmp_path / "b", env=env)
+    a = start_invoke("build", "--no-store", "--board", "qemu-aarch64", "--output", tmp_path / "a", env=env)
+    b = start_invoke("build", "--no-store", "--board", "qemu-aarch64", "--output", tmp_path / "b", env=env)
     out_a, _ = a.communicate(timeout=900)
     out_b, _ = b.communicate(timeout=900)
     assert a.returncode == 0, out_a
@@ -150,7 +150,7 @@ def test_output_dir_lock_waits_and_names_the_holder(mps2_build, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(mps2_build.outdir, out)
     with util.file_lock(out / ".lock", "test"):
-        proc = start_invoke("build", "--board", "mps2-an385", "--output", out)
+        proc = start_invoke("build", "--no-store", "--board", "mps2-an385", "--output", out)
         seen = lines_until(proc, "waiting for output directory")
         assert seen[-1].endswith(f": locked by pid {os.getpid()} ({util._command_line()})")
         time.sleep(0.3)
@@ -164,7 +164,7 @@ def test_output_dir_lock_waits_and_names_the_holder(mps2_build, tmp_path):
 def test_two_builds_into_one_output_dir_at_once(tmp_path):
     """Wave 1: one died with a traceback (elftools ELFError: Magic number does not match)."""
     out = tmp_path / "out"
-    procs = [start_invoke("build", "--board", "qemu-aarch64", "--output", out) for _ in range(2)]
+    procs = [start_invoke("build", "--no-store", "--board", "qemu-aarch64", "--output", out) for _ in range(2)]
     outputs = [p.communicate(timeout=900)[0] for p in procs]
     for p, text in zip(procs, outputs):
         assert p.returncode == 0, text
@@ -208,14 +208,14 @@ def fill(directory: Path) -> None:
 @pytest.mark.slow
 def test_build_into_a_full_filesystem_is_one_error_line(tmpfs, tmp_path):
     out = tmpfs / "out"
-    proc = invoke("build", "--board", "mps2-an385", "--output", out)
+    proc = invoke("build", "--no-store", "--board", "mps2-an385", "--output", out)
     assert proc.returncode == 0, proc.stderr
     before = image_hashes(out)
     manifest = (out / "manifest.json").read_bytes()
     fill(tmpfs)
     fragment = tmp_path / "id.conf"
     fragment.write_text('CONFIG_BUILD_ID="full-disk"\n')
-    proc = invoke("build", "--board", "mps2-an385", "--output", out, "--fragment", fragment)
+    proc = invoke("build", "--no-store", "--board", "mps2-an385", "--output", out, "--fragment", fragment)
     line = one_error_line(proc)
     assert line.startswith(f"error: {out}/") and line.endswith(": No space left on device"), line
     assert image_hashes(out) == before                      # previous outputs intact

@@ -57,7 +57,7 @@ def test_sigint_during_tfa_compile_keeps_previous_images_and_next_build_complete
     fragment.write_text("CONFIG_TFA_LOG_LEVEL=30\n")      # rk3588 defaults to 20: TF-A must rebuild
     tfa_log = out / "logs" / "tfa.log"
 
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", "build", "--board", "rk3588",
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "build", "--no-store", "--board", "rk3588",
                              "--output", str(out), "--fragment", str(fragment)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -98,7 +98,7 @@ def test_sigint_during_tfa_compile_keeps_previous_images_and_next_build_complete
     # interrupted make running beside TF-A, is Buildroot's: its next make rewrites it)
     assert [p for p in out.rglob("*.tmp") if out / "build" / "buildroot" not in p.parents] == []
 
-    again = invoke("build", "--board", "rk3588", "--output", out, "--fragment", fragment)
+    again = invoke("build", "--no-store", "--board", "rk3588", "--output", out, "--fragment", fragment)
     assert again.returncode == 0, again.stderr
     assert steps(out)["tfa.build"] == "ran"
     assert (out / "stamps" / "tfa.build.stamp").exists()

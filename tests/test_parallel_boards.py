@@ -139,7 +139,7 @@ def serial_builds(tmp_path_factory):
 def parallel_build(tmp_path_factory):
     """Both boards at once, as a user runs it (the default configuration, ccache included)."""
     tmp = tmp_path_factory.mktemp("parallel")
-    p = invoke("build", "--board", ",".join(BOARDS), "-j", "2", "--output", tmp / "out",
+    p = invoke("build", "--no-store", "--board", ",".join(BOARDS), "-j", "2", "--output", tmp / "out",
                "--fragment", NOBOOT)
     return p, tmp / "out"
 
@@ -173,7 +173,7 @@ def test_parallel_compilers_never_exceed_the_job_limit(tmp_path):
     log.touch()
     env = {**os.environ, "PATH": f"{_probe_dir(tmp_path, log)}:{os.environ['PATH']}",
            "CCACHE_DISABLE": "1"}       # a cache hit runs no compiler for the probe to see
-    p = invoke("build", "--board", ",".join(BOARDS), "-j", "2", "--output", tmp_path / "out",
+    p = invoke("build", "--no-store", "--board", ",".join(BOARDS), "-j", "2", "--output", tmp_path / "out",
                "--fragment", NOBOOT, env=env)
     assert p.returncode == 0, p.stderr
     runs = log.read_text().count("\ns ") + log.read_text().startswith("s ")
@@ -194,7 +194,7 @@ def test_a_broken_board_fails_alone_and_is_named(tmp_path, serial_builds):
     # First on PATH: only the MCU board compiles with arm-none-eabi-gcc.
     env = {**os.environ, "PATH": f"{broken}:{os.environ['PATH']}"}
     out = tmp_path / "out"
-    p = invoke("build", "--board", ",".join(BOARDS), "-j", "2", "--output", out,
+    p = invoke("build", "--no-store", "--board", ",".join(BOARDS), "-j", "2", "--output", out,
                "--fragment", NOBOOT, env=env)
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert p.stderr.splitlines()[-1] == "error: 1 of 2 boards failed: mps2-an385 (step mcu.build)"
@@ -214,7 +214,7 @@ def test_a_broken_board_fails_alone_and_is_named(tmp_path, serial_builds):
 def test_ctrl_c_stops_every_board(tmp_path):
     out = tmp_path / "out"
     tfa_log = out / "qemu-aarch64" / "logs" / "tfa.log"
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", "build", "--board", ",".join(BOARDS),
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "build", "--no-store", "--board", ",".join(BOARDS),
                              "-j", "2", "--output", str(out), "--fragment", str(NOBOOT)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

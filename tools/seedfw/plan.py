@@ -39,6 +39,8 @@ from typing import Callable, Iterable
 
 from . import util
 from .errors import SeedfwError
+# What a step's stamp is made of (parts call them as plan.tree_hash, plan.symbols, ...).
+from .stamps import file_hashes, symbols, toolchain_version, tree_hash  # noqa: F401
 
 KILL_GRACE = util.KILL_GRACE   # seconds between SIGTERM and SIGKILL for an interrupted step's commands
 
@@ -83,6 +85,7 @@ class Step:
     cache: bool = True
     log: Path | None = None          # set by the plan
     staged: dict = field(default_factory=dict, repr=False)   # final path -> built path
+    log_start: int | None = field(default=None, repr=False)  # where this run's log began
 
     def resolved_inputs(self) -> dict:
         return self.inputs() if callable(self.inputs) else self.inputs
@@ -93,59 +96,6 @@ class Step:
             if not Path(built).is_file():
                 raise SeedfwError(f"expected build output is missing: {built}")
             self.staged[Path(final)] = Path(built)
-
-
-# ---- input helpers: what a step's stamp is made of ----------------------------------------------
-
-def file_hashes(files: Iterable[Path], root: Path | None = None) -> dict:
-    """{name: sha256} of files (names relative to `root` when given, so stamps hold no absolute paths)."""
-    out = {}
-    for f in sorted(Path(p) for p in files):
-        key = os.path.relpath(f, root) if root else f.name
-        out[key] = util.sha256_file(f) if f.exists() else None
-    return out
-
-
-def tree_hash(root: Path, exclude: Iterable[str] = ()) -> str:
-    """sha256 over every file below `root` (relative names + contents). For small source trees only."""
-    h = hashlib.sha256()
-    skip = set(exclude)
-    for path in sorted(Path(root).rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and not any(part in skip for part in path.relative_to(root).parts):
-            h.update(rel.encode() + b"\0" + util.sha256_file(path).encode() + b"\n")
-    return h.hexdigest()
-
-
-def symbols(values: dict, names: Iterable[str]) -> dict:
-    """The Kconfig symbols a step reads (absent ones as None, so enabling one changes the stamp)."""
-    return {n: values.get(n) for n in names}
-
-
-_toolchain_lock = threading.Lock()
-
-
-def toolchain_version(compiler: str, cache_dir: Path) -> str:
-    """`<compiler> --version` first line, cached in `cache_dir` keyed by the compiler's path and mtime.
-
-    Why cached: starting gcc costs ~10 ms each, and the no-op build must stay well under a second.
-    """
-    path = shutil.which(compiler)
-    if path is None:
-        raise SeedfwError(f"compiler not found: {compiler} (run 'invoke setup')")
-    real = os.path.realpath(path)
-    key = f"{real}:{os.stat(real).st_mtime_ns}"
-    cache_file = Path(cache_dir) / "toolchains.json"
-    with _toolchain_lock:
-        try:
-            cache = json.loads(cache_file.read_text())
-        except (OSError, ValueError):
-            cache = {}
-        if key not in cache:
-            proc = subprocess.run([real, "--version"], stdout=subprocess.PIPE, text=True)
-            cache[key] = proc.stdout.splitlines()[0] if proc.stdout else "unknown"
-            util.write_json(cache_file, cache)
-        return cache[key]
 
 
 def stamp_of(step: Step, dep_stamps: dict[str, str]) -> tuple[str, dict]:
@@ -404,6 +354,7 @@ class Plan:
             self._open_log(step)
             with open(step.log, "a") as f:
                 f.write(f"=== step {step.name} (stamp {stamp[:16]})\n")
+                step.log_start = f.tell()       # what the store keeps of this step's log
         except OSError as exc:
             self._record(step, "failed", stamp, started)
             raise util.os_error(exc, step.log) from None
@@ -430,42 +381,16 @@ class Plan:
         self._record(step, "ran", stamp, started, stored=stored)
         return stamp
 
-    # -- the artifact store (seedfw.cache) --
-
-    def _cache_files(self, step: Step) -> list[Path] | None:
-        """What a restore must put back: the declared outputs and every file the step installed;
-        None when they cannot leave this output directory (see seedfw.cache.cacheable)."""
-        if self.cache is None or not step.cache:
-            return None
-        from . import cache as cache_mod
-        files = sorted({*map(Path, step.outputs), *step.staged})
-        return files if cache_mod.cacheable(files, self.outdir) is None else None
+    # -- the artifact store (seedfw.cache: what goes in and the key live there) --
 
     def _cache_key(self, step: Step, stamp: str) -> str | None:
-        """The artifact store's key for this step as its inputs stand now (before it runs):
-        the stamp plus the sha256 of each file it needs (see seedfw.cache.ArtifactCache.key)."""
-        if self.cache is None or not step.cache:
-            return None
-        from . import cache as cache_mod
-        if step.outputs and cache_mod.cacheable(step.outputs, self.outdir) is not None:
-            return None
-        needs = {}
-        for n in step.needs:
-            p = Path(n)
-            try:
-                name = p.resolve().relative_to(self.outdir.resolve()).as_posix()
-            except ValueError:
-                name = "source:" + p.name
-            needs[name] = util.sha256_file(p) if p.is_file() else None
-        return self.cache.key(stamp, needs)
+        return self.cache.step_key(step, stamp, self.outdir) if self.cache is not None else None
 
     def _restore(self, step: Step, stamp: str, key: str | None, stamp_file: Path,
                  dep_stamps: dict, started: float) -> str | None:
-        """A step whose key the store knows: its files copied out (verified), committed like a
-        run's, the stamp written last. None on a miss (or when the step is never cached)."""
-        if key is None:
-            return None
-        got = self.cache.restore(step.name, key, self.outdir)
+        """A step whose key the store knows: its files copied out (verified), renamed into place
+        together like a run's products, its log, then the stamp, last. None on a miss."""
+        got = self.cache.restore(step.name, key, self.outdir) if key is not None else None
         if got is None:
             return None
         stamp_file.unlink(missing_ok=True)
@@ -474,24 +399,21 @@ class Plan:
                 raise Interrupted(step.name)
             for tmp, final in got.moves:
                 os.replace(tmp, final)
-        except BaseException:
+        finally:
             for tmp, _ in got.moves:
                 tmp.unlink(missing_ok=True)
-            raise
         self._open_log(step)
-        with open(step.log, "a") as f:
-            f.write(f"=== step {step.name} (stamp {stamp[:16]}): restored {got.files} file(s), "
-                    f"{got.bytes} bytes, from the {got.source} artifact store\n")
+        with open(step.log, "ab") as f:
+            f.write(got.log_text(step.name, stamp))
         stamp, doc = stamp_of(step, dep_stamps)
         util.write_json(stamp_file, {"stamp": stamp, **doc})
         self._record(step, "restored", stamp, started, bytes=got.bytes, source=got.source)
         return stamp
 
     def _store(self, step: Step, key: str | None) -> int | None:
-        files = self._cache_files(step) if key is not None else None
-        if files is None or not all(f.is_file() for f in files):
+        if key is None:
             return None
-        return self.cache.save(step.name, key, self.outdir, files)
+        return self.cache.save_step(step, key, self.outdir)
 
     def _commit(self, step: Step) -> None:
         """Put a finished step's products in place: all copied to temporary files beside their

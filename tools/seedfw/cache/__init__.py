@@ -65,6 +65,15 @@ class Restored:
     bytes: int
     source: str                     # "local" or the remote's name
     files: int = 0
+    log: bytes = b""                # the step's log from the build that made the files
+
+    def log_text(self, step: str, stamp: str) -> bytes:
+        """What the step's log says in place of a run: where the files came from, then the log
+        of the build that made them."""
+        return (f"=== step {step} (stamp {stamp[:16]}): restored {self.files} file(s), "
+                f"{self.bytes} bytes, from the {self.source} artifact store; nothing ran here. "
+                f"The log of the build that made them follows.\n").encode() + self.log + \
+            f"=== end of the restored log of {step}\n".encode()
 
 
 @dataclass
@@ -98,6 +107,31 @@ class ArtifactCache:
             text += f", remote {self.remote!r} ({'read-write' if self.remote_writes else 'read-only'})"
         return text
 
+    # -- what a plan step puts in and takes out --
+    def step_key(self, step, stamp: str, outdir: Path) -> str | None:
+        """The key of a plan Step as its inputs stand now (before it runs): the stamp plus the
+        sha256 of each file it needs; None when the step is never stored."""
+        if not step.cache or (step.outputs and cacheable(step.outputs, outdir) is not None):
+            return None
+        from .. import util
+        needs = {}
+        for n in step.needs:
+            p = Path(n)
+            try:
+                name = p.resolve().relative_to(Path(outdir).resolve()).as_posix()
+            except ValueError:
+                name = "source:" + p.name       # a file of the tree: by content, not by path
+            needs[name] = util.sha256_file(p) if p.is_file() else None
+        return self.key(stamp, needs)
+
+    def save_step(self, step, key: str, outdir: Path) -> int | None:
+        """After a step ran: its declared outputs and every file it installed, with this run's
+        part of its log. None when they cannot leave this output directory."""
+        files = sorted({*map(Path, step.outputs), *step.staged})
+        if cacheable(files, outdir) is not None or not all(f.is_file() for f in files):
+            return None
+        return self.save(step.name, key, outdir, files, _log_of(step))
+
     # -- restore --
     def restore(self, step_name: str, key: str, outdir: Path) -> Restored | None:
         record = self.local.get_record(key)
@@ -129,7 +163,14 @@ class ArtifactCache:
             for tmp, _ in moves:
                 tmp.unlink(missing_ok=True)
             raise
-        return Restored(moves, total, source, len(moves))
+        log = b""
+        if isinstance(record.get("log"), dict):
+            try:
+                with open(self.local.blob_path(record["log"]["sha256"]), "rb") as f:
+                    log = f.read(record["log"]["size"])
+            except OSError:
+                log = b"(the stored log is missing)\n"
+        return Restored(moves, total, source, len(moves), log)
 
     def _pull(self, key: str) -> dict | None:
         try:
@@ -139,7 +180,7 @@ class ArtifactCache:
             return None
 
     # -- save --
-    def save(self, step_name: str, key: str, outdir: Path, files) -> int:
+    def save(self, step_name: str, key: str, outdir: Path, files, log: bytes = b"") -> int:
         """Store a step's files (after it ran); returns the bytes newly stored locally.
         Best effort: a full disk or a remote that does not answer costs the entry, not the build."""
         outdir = Path(outdir)
@@ -154,6 +195,9 @@ class ArtifactCache:
         record = {"format": FORMAT, "key": key, "step": step_name, "files": entries}
         stored = 0
         try:
+            if log:
+                record["log"] = {"sha256": hashlib.sha256(log).hexdigest(), "size": len(log)}
+                self.local.put_bytes(log, record["log"]["sha256"])
             for e in entries:
                 if self.local.put_blob(outdir / e["path"], e["sha256"], e["size"]):
                     stored += e["size"]
@@ -173,6 +217,22 @@ class ArtifactCache:
             return self.local.trim()
         except (OSError, SeedfwError):
             return 0
+
+
+LOG_KEPT = 4 << 20          # bytes of a step's log kept with its outputs (the last ones)
+
+
+def _log_of(step) -> bytes:
+    """This run's part of the step's log (what a restore shows in its place)."""
+    if step.log_start is None or step.log is None:
+        return b""
+    try:
+        with open(step.log, "rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(step.log_start, end - LOG_KEPT))
+            return f.read(LOG_KEPT)
+    except OSError:
+        return b""
 
 
 def cacheable(outputs, outdir: Path) -> str | None:

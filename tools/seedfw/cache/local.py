@@ -162,6 +162,11 @@ class LocalStore:
             raise
         return True
 
+    def put_bytes(self, data: bytes, sha256: str) -> None:
+        """A small blob from memory (a step's log)."""
+        if not self.has_blob(sha256, len(data)):
+            _atomic_write(self.blob_path(sha256), data)
+
     def put_record(self, key: str, record: dict) -> None:
         _atomic_write(self._record_path(key), json.dumps(record, sort_keys=True).encode())
 
@@ -209,7 +214,10 @@ class LocalStore:
             files_of = {}
             for _, p in records:
                 try:
-                    shas = [f["sha256"] for f in json.loads(p.read_bytes())["files"]]
+                    doc = json.loads(p.read_bytes())
+                    shas = [f["sha256"] for f in doc["files"]]
+                    if isinstance(doc.get("log"), dict):
+                        shas.append(doc["log"]["sha256"])
                 except (OSError, ValueError, KeyError, TypeError):
                     shas = []
                 files_of[p] = shas
@@ -243,6 +251,10 @@ def _drop_stale(path: Path) -> None:
 def _valid(record, key: str) -> bool:
     """A record of ours for this key: files with relative paths inside the output directory."""
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
+        return False
+    log = record.get("log")
+    if log is not None and not (isinstance(log, dict) and isinstance(log.get("sha256"), str)
+                                and isinstance(log.get("size"), int) and 0 <= log["size"] <= 64 << 20):
         return False
     files = record.get("files")
     if not isinstance(files, list) or not files:
