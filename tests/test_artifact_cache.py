@@ -193,3 +193,39 @@ def test_settings_come_from_the_environment_and_bad_ones_are_one_line(tmp_path, 
     with pytest.raises(SeedfwError) as err:
         cache_mod.from_environment()
     assert "no artifact store for 'ftp://'" in err.value.message and "pw" not in str(err.value)
+
+
+def test_files_a_step_writes_into_a_per_user_cache_come_back_there(tmp_path):
+    """The compiled-model cache's shape: the run writes its blob into a shared directory and
+    names it (`step.wrote`); a restore on a machine with an empty one puts it back."""
+    store = _store(tmp_path)
+
+    def plan_with(out: Path, shared: Path, calls: list):
+        def compile_(step):
+            calls.append("m.compile")
+            (shared / "k1").mkdir(parents=True, exist_ok=True)
+            (shared / "k1" / "model.rknn").write_bytes(b"RKNN compiled")
+            step.wrote("models", [shared / "k1" / "model.rknn"])
+            card = out / "build" / "card.json"
+            card.parent.mkdir(parents=True, exist_ok=True)
+            card.write_text('{"key": "k1"}')
+            step.install({out / "images" / "models.json": card})
+
+        plan = Plan(out, jobs=1, cache=store)
+        plan.add(Step("m.compile", compile_, outputs=(out / "images" / "models.json",),
+                      shared_roots={"models": shared}))
+        return plan
+
+    calls: list[str] = []
+    plan_with(tmp_path / "one", tmp_path / "cache-a", calls).run()
+    got = plan_with(tmp_path / "two", tmp_path / "cache-b", calls).run()
+    assert _actions(got) == {"m.compile": "restored"} and calls == ["m.compile"]
+    assert (tmp_path / "cache-b" / "k1" / "model.rknn").read_bytes() == b"RKNN compiled"
+    assert (tmp_path / "two" / "images" / "models.json").read_text() == '{"key": "k1"}'
+    # a record naming a root the step does not have is a miss, never a write elsewhere
+    plan = Plan(tmp_path / "three", jobs=1, cache=store)
+    plan.add(Step("m.compile", lambda s: calls.append("m.compile"),
+                  outputs=(tmp_path / "three" / "images" / "models.json",)))
+    assert _actions(plan.run()) == {"m.compile": "ran"}
+    assert calls == ["m.compile", "m.compile"]
+    assert not (tmp_path / "three" / "images" / "models.json").exists()

@@ -65,6 +65,9 @@ class Step:
     version:  bump when the step's code changes what it produces
     package:  log name: output goes to <out>/logs/<package>.log (`self.log`)
     outputs:  files that must exist for a skip to be trusted
+    shared_roots: per-user caches this step also writes into (label -> directory, e.g. the
+              compiled-model cache); the run names what it wrote there with `step.wrote(label,
+              files)`, and a restore from the artifact store puts those files back too
     cache:    False when this step's outputs must not be restored from the artifact store
               (seedfw.cache) into another output directory: they name where they were built.
               Steps whose outputs are not all regular files inside the output directory are
@@ -83,12 +86,21 @@ class Step:
     package: str | None = None
     outputs: tuple[Path, ...] = ()
     cache: bool = True
+    shared_roots: dict = field(default_factory=dict)
+    shared: list = field(default_factory=list, repr=False)   # (label, path) written by this run
     log: Path | None = None          # set by the plan
     staged: dict = field(default_factory=dict, repr=False)   # final path -> built path
     log_start: int | None = field(default=None, repr=False)  # where this run's log began
 
     def resolved_inputs(self) -> dict:
         return self.inputs() if callable(self.inputs) else self.inputs
+
+    def wrote(self, label: str, files) -> None:
+        """Files this run wrote below `shared_roots[label]` (see `shared_roots`)."""
+        root = Path(self.shared_roots[label]).resolve()
+        for f in files:
+            Path(f).resolve().relative_to(root)          # a file elsewhere is our bug: fail loudly
+            self.shared.append((label, Path(f)))
 
     def install(self, files: dict) -> None:
         """Products of this step, committed by the plan after `run` succeeds: {final: built}."""
@@ -359,6 +371,7 @@ class Plan:
             self._record(step, "failed", stamp, started)
             raise util.os_error(exc, step.log) from None
         step.staged = {}
+        step.shared = []
         _current.plan = self
         try:
             try:
@@ -390,7 +403,8 @@ class Plan:
                  dep_stamps: dict, started: float) -> str | None:
         """A step whose key the store knows: its files copied out (verified), renamed into place
         together like a run's products, its log, then the stamp, last. None on a miss."""
-        got = self.cache.restore(step.name, key, self.outdir) if key is not None else None
+        got = self.cache.restore(step.name, key, self.outdir, step.shared_roots) \
+            if key is not None else None
         if got is None:
             return None
         stamp_file.unlink(missing_ok=True)

@@ -130,10 +130,17 @@ class ArtifactCache:
         files = sorted({*map(Path, step.outputs), *step.staged})
         if cacheable(files, outdir) is not None or not all(f.is_file() for f in files):
             return None
-        return self.save(step.name, key, outdir, files, _log_of(step))
+        shared = {f"@{label}/" + Path(f).resolve().relative_to(
+                      Path(step.shared_roots[label]).resolve()).as_posix(): Path(f)
+                  for label, f in step.shared}
+        return self.save(step.name, key, outdir, files, _log_of(step), shared)
 
     # -- restore --
-    def restore(self, step_name: str, key: str, outdir: Path) -> Restored | None:
+    def restore(self, step_name: str, key: str, outdir: Path, roots=None) -> Restored | None:
+        """The files of the step's record, copied out verified to temporary files beside their
+        places (a path "@label/…" goes below roots[label], a per-user cache the step writes
+        into); None on a miss, or when a blob is corrupt (record and blob deleted)."""
+        roots = roots or {}
         record = self.local.get_record(key)
         source = "local"
         if record is None and self.remote is not None:
@@ -145,7 +152,11 @@ class ArtifactCache:
         total = 0
         try:
             for f in record["files"]:
-                final = Path(outdir) / f["path"]
+                label, _, rel = f["path"][1:].partition("/")
+                if f["path"].startswith("@") and label not in roots:
+                    return _cleanup(moves)              # not this step's layout: a miss
+                final = Path(roots[label]) / rel if f["path"].startswith("@") else \
+                    Path(outdir) / f["path"]
                 final.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
                 os.close(fd)
@@ -180,16 +191,19 @@ class ArtifactCache:
             return None
 
     # -- save --
-    def save(self, step_name: str, key: str, outdir: Path, files, log: bytes = b"") -> int:
+    def save(self, step_name: str, key: str, outdir: Path, files, log: bytes = b"",
+             shared: dict | None = None) -> int:
         """Store a step's files (after it ran); returns the bytes newly stored locally.
         Best effort: a full disk or a remote that does not answer costs the entry, not the build."""
         outdir = Path(outdir)
         entries = []
         import stat as stat_mod
         from .. import util
-        for path in sorted(set(Path(p) for p in files)):
+        named = {path.relative_to(outdir).as_posix(): path for path in set(Path(p) for p in files)}
+        named.update(shared or {})
+        for name, path in sorted(named.items()):
             st = path.lstat()
-            entries.append({"path": path.relative_to(outdir).as_posix(),
+            entries.append({"path": name,
                             "sha256": util.sha256_file(path), "size": st.st_size,
                             "mode": 0o755 if st.st_mode & stat_mod.S_IXUSR else 0o644})
         record = {"format": FORMAT, "key": key, "step": step_name, "files": entries}
@@ -199,7 +213,7 @@ class ArtifactCache:
                 record["log"] = {"sha256": hashlib.sha256(log).hexdigest(), "size": len(log)}
                 self.local.put_bytes(log, record["log"]["sha256"])
             for e in entries:
-                if self.local.put_blob(outdir / e["path"], e["sha256"], e["size"]):
+                if self.local.put_blob(named[e["path"]], e["sha256"], e["size"]):
                     stored += e["size"]
             self.local.put_record(record["key"], record)
         except (OSError, Corrupt) as exc:
@@ -220,6 +234,12 @@ class ArtifactCache:
 
 
 LOG_KEPT = 4 << 20          # bytes of a step's log kept with its outputs (the last ones)
+
+
+def _cleanup(moves) -> None:
+    for tmp, _ in moves:
+        tmp.unlink(missing_ok=True)
+    return None
 
 
 def _log_of(step) -> bytes:
@@ -274,3 +294,39 @@ def from_environment() -> ArtifactCache | None:
 
 
 __all__ = ["ArtifactCache", "LocalStore", "REMOTES", "Restored", "cacheable", "from_environment"]
+
+
+def summary(outdir) -> dict | None:
+    """What the artifact store did in the last build of `outdir` (its logs/steps.jsonl, read
+    through the door: a handed-over output directory is outside input), or None without one:
+    {steps, ran, restored, skipped, failed, restored_bytes, stored_bytes, hit_rate (restored /
+    (restored + ran), None when neither), sources {local|oci: steps}}."""
+    from ..images import reading
+    path = Path(outdir) / "logs" / "steps.jsonl"
+    if not path.is_file():
+        return None
+    text = reading.read_text(path, "json")
+    doc = {"steps": 0, "ran": 0, "restored": 0, "skipped": 0, "failed": 0, "interrupted": 0,
+           "restored_bytes": 0, "stored_bytes": 0, "sources": {}}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        rec = reading.loads_json(line, path, f"line {n}")
+        action = rec.get("action") if isinstance(rec, dict) else None
+        if action not in ("ran", "restored", "skipped", "failed", "interrupted"):
+            raise SeedfwError(f"line {n}: not a step record", path, "action")
+        doc["steps"] += 1
+        doc[action] += 1
+        for key, total in (("bytes", "restored_bytes"), ("stored", "stored_bytes")):
+            value = rec.get(key, 0)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                raise SeedfwError(f"line {n}: not a byte count", path, key)
+            doc[total] += value
+        if action == "restored":
+            source = rec.get("source")
+            if source not in ("local", *REMOTES.names()):
+                raise SeedfwError(f"line {n}: unknown store", path, "source")
+            doc["sources"][source] = doc["sources"].get(source, 0) + 1
+    asked = doc["restored"] + doc["ran"]
+    doc["hit_rate"] = round(doc["restored"] / asked, 4) if asked else None
+    return doc

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -265,6 +266,8 @@ def _valid(record, key: str) -> bool:
         path, sha, size, mode = f.get("path"), f.get("sha256"), f.get("size"), f.get("mode")
         if not (isinstance(path, str) and path and not path.startswith("/")
                 and ".." not in Path(path).parts and "\0" not in path):
+            return False
+        if path.startswith("@") and not re.fullmatch(r"@[a-z][a-z0-9-]*/[^/].*", path):
             return False
         if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
             return False

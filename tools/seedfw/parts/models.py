@@ -56,13 +56,19 @@ class ModelsPart(Part):
             ms = models.for_build(ctx.board, ctx.values, progress=ctx.progress, log=step.log)
             cards = [dict(m.card, file_bytes=m.size, sha256=m.sha256, cached=m.cached)
                      for m in ms if m.card]
+            # The compiled blobs live in the model cache, by their inputs; a restore from the
+            # artifact store on another machine must bring the very bytes these cards describe.
+            step.wrote("models", [f for m in ms if m.card
+                                  for f in (m.path, m.path.parent / "card.json")])
             built = ctx.build_dir("models") / CARDS
             util.write_json(built, {"models": cards,
                                     "frame_rate": ctx.values.get("MODEL_FRAME_RATE", 30)})
             self.install(step, {CARDS: built}, ctx.images)
 
+        from ..rknn import compile as rknn_compile
         return [plan.Step("models.compile", run, inputs=lambda: self._inputs(ctx), version="1",
-                          package="models", outputs=(ctx.images / CARDS,))]
+                          package="models", outputs=(ctx.images / CARDS,),
+                          shared_roots={"models": rknn_compile.cache_root()})]
 
     def artifacts(self, ctx):
         return [ctx.images / CARDS]
