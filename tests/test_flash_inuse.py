@@ -98,6 +98,9 @@ def test_the_backing_file_of_a_mounted_loop_device_is_refused(tmp_path, loop):
     dev = loop(card)
     mnt = loop.mount(dev, tmp_path / "mnt")
     (mnt / "kept").write_text("still here")
+    # read-only from here on, so that the file system's own journal commits do not change the
+    # backing file while we compare it (it stays mounted: the case under test)
+    assert _run("mount", "-o", "remount,ro", str(mnt)).returncode == 0
     before = _sha(card)
     image = _image(tmp_path)
     line = one_error_line(_flash(image, card))
@@ -376,6 +379,16 @@ def test_a_hostile_mount_point_is_shown_plain(tree, node):
     tree.device("loop200", (7, 200))
     tree.mountinfo("7:200 /mnt/\\033[2Jx /dev/loop200")
     assert _why(node, tree) == "mounted at /mnt/\\x1b[2Jx (unmount it first)"
+
+
+def test_a_mount_point_that_is_not_utf8_is_shown_escaped(tree, node):
+    tree.device("loop200", (7, 200))
+    (tree.root / "proc" / "self" / "mountinfo").write_bytes(
+        b"20 1 7:200 / /mnt/\xff\xfe rw - ext4 /dev/loop200 rw\n")
+    with pytest.raises(SeedfwError) as err:
+        in_use.refuse_in_use(node, tree.host)
+    assert err.value.line() == f"{node}: in use: mounted at /mnt/\\xff\\xfe (unmount it first)"
+    err.value.line().encode("utf-8")                 # printable as is (no lone surrogates)
 
 
 def test_the_sdcard_runner_uses_the_checker(tree, tmp_path):

@@ -144,7 +144,14 @@ def _members(node: Path) -> list[Path]:
 
 
 def _dev_name(node: Path) -> str:
-    return f"/dev/{node.name}"
+    """The /dev name of a sysfs block node (sysfs writes a '/' of the name as '!': cciss!c0d0)."""
+    return _show(f"/dev/{node.name.replace('!', '/')}")
+
+
+def _show(name: str) -> str:
+    """A name from the kernel's files, safe to print: undecodable bytes as \\xNN (they were
+    read with surrogateescape, which a terminal cannot encode), control characters escaped."""
+    return plain(name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
 def root_devices(host: Host) -> set[Path]:
@@ -176,7 +183,7 @@ def _holder_kind(host: Host, holder: str) -> tuple[str, str]:
     """What a holder is, and how to let go of it."""
     dm = host.sys / "block" / holder / "dm"
     if dm.is_dir():
-        uuid, name = _read(dm / "uuid").strip(), plain(_read(dm / "name").strip())
+        uuid, name = _read(dm / "uuid").strip(), _show(_read(dm / "name").strip())
         if uuid.startswith("LVM-"):
             return f"the LVM volume {name}", "deactivate it first: lvchange -an"
         if uuid.startswith("CRYPT-"):
@@ -206,7 +213,7 @@ def _block_state(host: Host, node: Path, mounted: list[Mount]) -> tuple[str, str
             src = _stat(m.source) if m.source.startswith("/") else None
             if m.devnum == num or (src is not None and stat.S_ISBLK(src.st_mode) and
                                    (os.major(src.st_rdev), os.minor(src.st_rdev)) == num):
-                return f"{whose}mounted at {plain(m.point)}", "unmount it first"
+                return f"{whose}mounted at {_show(m.point)}", "unmount it first"
         with contextlib.suppress(OSError):
             holders = sorted(h.name for h in (member / "holders").iterdir())
             if holders:
@@ -216,7 +223,7 @@ def _block_state(host: Host, node: Path, mounted: list[Mount]) -> tuple[str, str
             st = _stat(name)
             if st is not None and stat.S_ISBLK(st.st_mode) and \
                     (os.major(st.st_rdev), os.minor(st.st_rdev)) == num:
-                return f"{whose}active swap", f"swapoff {plain(name)} first"
+                return f"{whose}active swap", f"swapoff {_show(name)} first"
     return None
 
 
@@ -265,11 +272,11 @@ def _file_reason(host: Host, st: os.stat_result, mounted: list[Mount]) -> str | 
         src = _stat(m.source) if m.source.startswith("/") else None
         if src is not None and stat.S_ISREG(src.st_mode) and \
                 (src.st_dev, src.st_ino) == (st.st_dev, st.st_ino):
-            return f"mounted at {plain(m.point)} (unmount it first)"
+            return f"mounted at {_show(m.point)} (unmount it first)"
     for name in _swaps(host):
         sw = _stat(name)
         if sw is not None and (sw.st_dev, sw.st_ino) == (st.st_dev, st.st_ino):
-            return f"an active swap file (swapoff {plain(name)} first)"
+            return f"an active swap file (swapoff {_show(name)} first)"
     for loop in loops_backed_by(host, st):
         dev = _dev_name(loop)
         held = _block_state(host, loop, mounted)
