@@ -1,5 +1,6 @@
 """The sdcard runner: `invoke flash --to FILE` writes the disk image with `bmaptool copy` and
-reads it back; it refuses a mounted target and one smaller than the image."""
+reads it back; it refuses a target smaller than the image (a target in use:
+tests/test_flash_inuse.py)."""
 
 from __future__ import annotations
 
@@ -7,36 +8,8 @@ import pytest
 
 import builds
 from cli import invoke, one_error_line
-from seedfw import boards
-from seedfw.errors import SeedfwError
 from seedfw.flash import bmap
-from seedfw.flash.sdcard import SdcardRunner, mounted_at
 from seedfw.images import gpt
-
-MOUNTS = ("sysfs /sys sysfs rw 0 0\n"
-          "/dev/sdb1 /media/card\\040one vfat rw 0 0\n"
-          "/dev/mmcblk0p2 /mnt/root ext4 rw 0 0\n")
-
-
-def test_mounted_at_finds_the_device_or_its_partitions():
-    assert mounted_at("/dev/sdb", MOUNTS) == "/media/card one"
-    assert mounted_at("/dev/sdb1", MOUNTS) == "/media/card one"
-    assert mounted_at("/dev/mmcblk0", MOUNTS) == "/mnt/root"
-    assert mounted_at("/dev/sdc", MOUNTS) is None and mounted_at("/dev/sd", MOUNTS) is None
-
-
-def test_refuses_a_mounted_target(tmp_path):
-    card = tmp_path / "card.img"
-    card.write_bytes(bytes(4096))
-    mounts = tmp_path / "mounts"
-    mounts.write_text(f"{card} /media/x ext4 rw 0 0\n")      # as a loop-mounted image shows
-    image = tmp_path / "disk.img"
-    image.write_bytes(bytes(1024))
-    with pytest.raises(SeedfwError) as err:
-        SdcardRunner(boards.get("rk3588"), to=card, mounts=mounts).flash(image)
-    assert err.value.line() == (f"{card}: --to: is mounted at /media/x: unmount it first "
-                                "(writing a mounted card corrupts it)")
-    assert card.read_bytes() == bytes(4096)
 
 
 @pytest.mark.slow

@@ -272,7 +272,7 @@ def test_boot1_param_words_go_into_both_rkns_headers(files, ini_text, tmp_path):
     back = loader.decode(blob)
     heads = [e.data for e in back.entries if e.name in ("UsbHead", "FlashHead")]
     assert [struct.unpack_from("<8I", h, 0x58)[3] for h in heads] == [0x12345678] * 2
-    assert all(ok for ok, _ in loader.check_heads(back).values())
+    assert all(h.ok for h in loader.check_heads(back).values())
 
 
 TWO_471 = [("NUM=1\nPath1=bin/rk35/rk3588_ddr_lp4_2112MHz_lp5_2400MHz_v1.18.bin\nSleep=1",

@@ -36,7 +36,8 @@ def inspect(c, image, json=False, key=None):
         inspect_mod.render(report)
     if not report.ok:
         from ..images.reading import plain     # names come from the file: no raw ESC
-        failed = [plain(r.name) for r in report.rows if not r.hash_ok]
+        failed = [plain(r.name) + (f" ({r.verdict})" if r.verdict else "")
+                  for r in report.rows if not r.hash_ok]
         raise Exit(f"error: {image}: {len(failed)} entries failed verification: "
                    f"{', '.join(failed)}", code=1)
 

@@ -7,7 +7,8 @@ that kind receives it (qemu-aarch64: the 64 MiB secure flash, pflash unit 0 — 
 or the virtio disk for the disk image). A pflash drive is exactly its `size`, the bytes after the
 image erased (0xff, as NOR flash reads after an erase); a block drive is the image itself.
 Options: the task's --output (where <out>/qemu/ is). Capabilities: flash, verify, erase.
-The write goes to a temporary file renamed over the drive (never a half-written drive); verify
+A drive file in use (it backs a loop device, it is mounted or swap; seedfw.flash.in_use) is
+refused. The write goes to a temporary file renamed over the drive (never a half-written drive); verify
 reads the drive file back and compares its sha256 with the image's (padding included), naming the
 first differing byte on a mismatch. <out>/qemu/<drive>.json records what was programmed.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from .. import util
 from ..errors import SeedfwError
+from . import in_use
 from .base import FlashResult, FlashRunner, first_mismatch
 
 ERASED = 0xFF
@@ -93,6 +95,10 @@ class QemuDriveRunner(FlashRunner):
         image = self.check_image(image)
         drive, name = self.drive_for(image)
         target = qemu.drive_file(self.board, self.outdir, drive)
+        if target.exists():
+            # a drive file someone attached to a loop device (to look inside) or swaps to: the
+            # rename below would leave them on the old bytes, the report on the new ones
+            in_use.refuse_in_use(target)
         started = time.monotonic()
         data = image.read_bytes()
         want = self.contents(drive, data, image)

@@ -3,11 +3,13 @@
 .bmap as it goes. Selected by `invoke flash --to TARGET` (any board with a disk image).
 
 Options: to (a block device such as /dev/sdX, or a regular file standing for one).
-Refused before anything is written: a target that is mounted (it or any of its partitions, per
-/proc/mounts) — overwriting a mounted filesystem corrupts it and whatever the host still writes —
-and a target smaller than the image. Capabilities: flash, verify. After the copy the runner reads
-every mapped range back from the target and compares it (bmaptool checks the image it reads, not
-what the card stored).
+Refused before anything is written (seedfw.flash.in_use, no override): a target in use — the disk
+that holds /, a mounted device or one with a mounted partition, one LVM/dm-crypt/md is built on,
+active swap, a file that backs a loop device — since overwriting a file system in use corrupts it
+and whatever the host still writes; then a block device the kernel will not open exclusively
+(O_EXCL); then a target smaller than the image. Capabilities: flash, verify. After the copy the
+runner reads every mapped range back from the target (through an O_EXCL descriptor for a device)
+and compares it (bmaptool checks the image it reads, not what the card stored).
 """
 
 from __future__ import annotations
@@ -20,32 +22,15 @@ from pathlib import Path
 from ..errors import SeedfwError
 from .. import util
 from . import bmap as bmap_mod
+from . import in_use
 from .base import FlashResult, FlashRunner, first_mismatch
-
-MOUNTS = Path("/proc/mounts")
-
-
-def mounted_at(target: Path, mounts_text: str) -> str | None:
-    """The mount point of `target` or of one of its partitions (/dev/sdb → /dev/sdb1, /dev/mmcblk0
-    → /dev/mmcblk0p1), per a /proc/mounts text; None when nothing of it is mounted."""
-    real = os.path.realpath(target)
-    for line in mounts_text.splitlines():
-        fields = line.split()
-        if len(fields) < 2 or not fields[0].startswith("/"):
-            continue
-        dev = os.path.realpath(fields[0].replace("\\040", " "))
-        rest = dev[len(real):]
-        if dev == real or (dev.startswith(real) and (rest.isdigit() or
-                                                     (rest[:1] == "p" and rest[1:].isdigit()))):
-            return fields[1].replace("\\040", " ")
-    return None
 
 
 def target_size(target: Path) -> int:
     st = os.stat(target)
     if stat.S_ISBLK(st.st_mode):
-        with open(target, "rb") as f:
-            return f.seek(0, os.SEEK_END)
+        with in_use.exclusive(target) as fd:
+            return os.lseek(fd, 0, os.SEEK_END)
     if stat.S_ISREG(st.st_mode):
         return st.st_size
     raise SeedfwError("neither a block device nor a regular file", target, "--to")
@@ -62,21 +47,21 @@ class SdcardRunner(FlashRunner):
     selected_by = "to"                  # --to picks this runner whatever the board's backend
 
     def __init__(self, board, probe_uid=None, log=print, to: str | Path | None = None,
-                 mounts: Path = MOUNTS):
+                 host: in_use.Host = in_use.Host()):
         super().__init__(board, probe_uid, log)
         if not to:
             raise SeedfwError("no target given", None, "--to")
         self.target = Path(to)
-        self.mounts = mounts
+        self.host = host                # where /proc and /sys are (a crafted tree in tests)
 
     def check_target(self, image: Path) -> None:
         if not self.target.exists():
             raise SeedfwError("does not exist (a card reader's device, or a file to write into)",
                               self.target, "--to")
-        where = mounted_at(self.target, self.mounts.read_text() if self.mounts.exists() else "")
-        if where:
-            raise SeedfwError(f"is mounted at {where}: unmount it first (writing a mounted card "
-                              "corrupts it)", self.target, "--to")
+        mode = os.stat(self.target).st_mode
+        if not (stat.S_ISBLK(mode) or stat.S_ISREG(mode)):
+            raise SeedfwError("neither a block device nor a regular file", self.target, "--to")
+        in_use.refuse_in_use(self.target, self.host)
         have, need = target_size(self.target), image.stat().st_size
         if have < need:
             raise SeedfwError(f"is {have:,} bytes, smaller than the {need:,}-byte image",
@@ -95,7 +80,8 @@ class SdcardRunner(FlashRunner):
         result = FlashResult(image=image, backend=self.name, regions=list(ranges),
                              programmed_bytes=sum(n for _, n in ranges))
         if verify:
-            with open(image, "rb") as src, open(self.target, "rb") as dst:
+            with open(image, "rb") as src, in_use.exclusive(self.target) as fd, \
+                    os.fdopen(os.dup(fd), "rb") as dst:
                 for offset, length in ranges:
                     src.seek(offset)
                     dst.seek(offset)

@@ -32,6 +32,10 @@ class Row:
     hash_ok: bool
     detail: str = ""
     synthetic: bool = False   # a model blob whose own metadata says it is filler (models.py)
+    # What the ok column says instead of "BAD" for a failure that is not a mismatch: "unchecked"
+    # (nothing could be verified, e.g. an RKNS header with hash type none). Still a failure:
+    # hash_ok is False, so the summary counts it and the exit is non-zero.
+    verdict: str = ""
 
 
 @dataclass
@@ -367,7 +371,8 @@ def render(report: Report, console=None) -> None:
     console = console or Console()
     # names from the file are shown plain: no markup, no control characters
     cells = [tuple(reading.plain(x) for x in (r.name, r.type, str(r.size), str(r.stored_size),
-                                             r.hash_algo, "ok" if r.hash_ok else "BAD", r.detail))
+                                             r.hash_algo, "ok" if r.hash_ok else
+                                             r.verdict or "BAD", r.detail))
              for r in report.rows]
     header = ("name", "type", "size", "stored", "hash", "ok", "detail")
     # The boxed table only when it fits whole (3 columns of borders and padding per cell);
@@ -379,7 +384,7 @@ def render(report: Report, console=None) -> None:
             [(c[5], c[0], c[1], c[2], c[3], c[4], c[6]) for c in cells], first=2,
             labels=(None, "size", "stored", "hash", None), cols=console.width)
         for line in records:
-            style = "bold red" if line.startswith("BAD") else None
+            style = None if line.startswith("ok") else "bold red"
             console.print(line, markup=False, highlight=False, style=style, soft_wrap=True)
     else:
         table = Table(title=t(f"{report.path.name} ({report.format})"))
@@ -388,7 +393,7 @@ def render(report: Report, console=None) -> None:
                         ("detail", {})):
             table.add_column(col, **kw)
         for c in cells:
-            table.add_row(*map(t, c[:5]), t("ok", "green") if c[5] == "ok" else t("BAD", "bold red"),
+            table.add_row(*map(t, c[:5]), t("ok", "green") if c[5] == "ok" else t(c[5], "bold red"),
                           t(c[6]))
         console.print(table)
     for note in report.notes:
@@ -397,5 +402,7 @@ def render(report: Report, console=None) -> None:
             console.print(Text.assemble(("warning:", "bold yellow"), " ", reading.plain(note)))
         else:
             console.print(t(note))
+    unchecked = sum(not r.hash_ok and r.verdict == "unchecked" for r in report.rows)
     console.print("all hashes ok" if report.ok else
-                  t(f"{sum(not r.hash_ok for r in report.rows)} entries FAILED", "bold red"))
+                  t(f"{sum(not r.hash_ok for r in report.rows)} entries FAILED"
+                    + (f" ({unchecked} unchecked)" if unchecked else ""), "bold red"))

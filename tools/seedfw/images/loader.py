@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import util
 from ..errors import SeedfwError
-from . import idblock, ldr_recipe
+from . import idblock, ldr_recipe, reading
 from .ldr_format import DATA_ALIGN, Loader, LoaderEntry, decode, encode, head_coverage
 
 VERSION = "4"
@@ -38,13 +39,19 @@ def pins() -> dict[str, str]:
     return {f.name: f.sha256 for f in _rkbin().BLOBS}
 
 
+RECIPE_CAP = 64 << 10         # boot_merger's recipes are ~1 KiB
+
+
 def read_recipe(path: Path) -> str:
-    if path.stat().st_size > 64 << 10:
+    """The recipe's text, through the reading door: a regular file only (a FIFO or a device
+    named as the recipe would block the build forever), opened O_NONBLOCK, at most 64 KiB,
+    strict UTF-8 (an error names the line)."""
+    if reading.refuse_special(path).st_size > RECIPE_CAP:
         raise SeedfwError("larger than 64 KiB: not a loader recipe", path)
-    try:
-        return path.read_text()
-    except UnicodeDecodeError:
-        raise SeedfwError("not a text file: not a loader recipe", path) from None
+    text = reading.read_text(path, "kconfig")
+    if len(text) > RECIPE_CAP:           # grew between the stat and the open
+        raise SeedfwError("larger than 64 KiB: not a loader recipe", path)
+    return text
 
 
 def build_loader(recipe_path: Path, blobs: dict[str, Path], release: int) -> tuple[bytes, Loader, str]:
@@ -55,7 +62,7 @@ def build_loader(recipe_path: Path, blobs: dict[str, Path], release: int) -> tup
     back = decode(blob)                 # what we wrote must read back as what we meant
     heads = check_heads(back)
     plain = [e for i, e in enumerate(back.entries) if i not in heads]
-    if not back.crc_ok or not all(ok for ok, _ in heads.values()) or \
+    if not back.crc_ok or not all(h.ok for h in heads.values()) or \
             [(e.type, e.name, e.data[:len(o.data)]) for e, o in zip(plain, loader.entries)] != \
             [(o.type, o.name, o.data) for o in loader.entries]:
         raise SeedfwError("the loader does not read back as written", recipe_path)
@@ -88,9 +95,12 @@ def inspect_report(path, blob, report_cls, row_cls):
     for i, e in enumerate(loader.entries):
         how = "rc4" if e.scrambled else "plain"
         if i in heads:
-            ok, detail = heads[i]
-            report.rows.append(row_cls(e.name, "rkns", len(e.data), len(e.data), "sha256", ok,
-                                       f"{how} at 0x{e.offset:x}: {detail}"))
+            head = heads[i]
+            row = row_cls(e.name, "rkns", len(e.data), len(e.data), head.algo, head.ok,
+                          f"{how} at 0x{e.offset:x}: {head.detail}")
+            if head.unchecked and not head.ok and "BAD" not in head.detail:
+                row.verdict = "unchecked"        # a failure, but say which kind
+            report.rows.append(row)
             continue
         match = _pinned(e.data, _rkbin().BLOBS)
         detail = f"{how} at 0x{e.offset:x}, delay {e.delay} ms, "
@@ -100,28 +110,46 @@ def inspect_report(path, blob, report_cls, row_cls):
     return report
 
 
-def check_heads(loader: Loader) -> dict[int, tuple[bool, str]]:
+class HeadCheck(NamedTuple):
+    """What one UsbHead/FlashHead's RKNS header says: ok only when every digest was checked
+    and matched; `unchecked` when a digest was missing (hash type none)."""
+
+    ok: bool
+    detail: str
+    algo: str = "sha256"
+    unchecked: bool = False
+
+
+def check_heads(loader: Loader) -> dict[int, HeadCheck]:
     """{index of each UsbHead/FlashHead: (ok, what its RKNS header says)}: the header's own
-    sha256, and each image's offset, size and sha256 against the entries that follow it."""
+    sha256, and each image's offset, size and sha256 against the entries that follow it.
+
+    A header whose hash type is none (0) checks nothing: no digest of itself, none of its
+    images. Unchecked counts as failed (ok False, "unchecked" in the detail): boot_merger 1.35
+    writes sha256 (type 1) into both heads — the reference loader does — and the boot ROM of
+    a board with secure boot relies on those digests, so a loader without them is not one we
+    made and not one we can vouch for."""
     return {i: _check_head(loader.entries[i], covered)
             for i, covered in head_coverage(loader).items()}
 
 
-def _check_head(head: LoaderEntry, covered: list[LoaderEntry]) -> tuple[bool, str]:
+def _check_head(head: LoaderEntry, covered: list[LoaderEntry]) -> HeadCheck:
     virtual = head.data + b"".join(e.data for e in covered)
     try:
         block = idblock.parse(virtual, 0, None)
     except SeedfwError as exc:
-        return False, exc.message
-    parts, ok = [], block.header_hash_ok is not False
+        return HeadCheck(False, exc.message)
+    parts, ok = [], block.header_hash_ok is True
     at = len(head.data)
     for img, e in zip(block.images, covered):
         same = img.offset == at and img.size == len(e.data) and img.hash_ok is not False
-        ok &= same
+        ok &= same and img.hash_ok is True
         at += len(e.data)
-        parts.append(f"{e.name} {img.size // idblock.SECTOR} sectors {'ok' if same else 'BAD'}")
+        parts.append(f"{e.name} {img.size // idblock.SECTOR} sectors "
+                     f"{'BAD' if not same else 'ok' if img.hash_ok else 'unchecked'}")
     if len(block.images) != len(covered):
         ok = False
         parts.append(f"{len(block.images)} images for {len(covered)} entries")
-    return ok, (f"RKNS header {'ok' if block.header_hash_ok is not False else 'BAD'}; "
-                + ", ".join(parts))
+    header = {True: "ok", False: "BAD", None: "unchecked (hash type none)"}[block.header_hash_ok]
+    unchecked = block.header_hash_ok is None or any(i.hash_ok is None for i in block.images)
+    return HeadCheck(ok, f"RKNS header {header}; " + ", ".join(parts), block.hash_algo, unchecked)

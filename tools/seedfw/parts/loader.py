@@ -7,7 +7,8 @@ from pathlib import Path
 from .. import paths, util
 from .. import plan as plan_mod
 from ..errors import SeedfwError
-from ..images import ldr_recipe
+from ..images import ldr_recipe, reading
+from ..images.reading import plain
 from ..images.loader import VERSION, build_loader, read_recipe
 from . import rkbin
 from .base import BootArtifact, Part
@@ -27,9 +28,16 @@ def local_recipe(ctx) -> Path | None:
         return None
     p = Path(value)
     p = p if p.is_absolute() else paths.ROOT / p
-    if not p.is_file():
-        raise SeedfwError(f"loader recipe {value} is neither the pinned {rkbin.INI.name} nor "
-                          "an existing file", ctx.outdir / ".config", FIELD)
+    if not p.exists():
+        raise SeedfwError(f"loader recipe {plain(value)} is neither the pinned {rkbin.INI.name} "
+                          "nor an existing file", ctx.outdir / ".config", FIELD)
+    try:
+        # the door's check: a FIFO, a device or a directory named as the recipe is refused
+        # here, naming the symbol (a read of a FIFO would block the build forever)
+        reading.refuse_special(p)
+    except SeedfwError as exc:
+        raise SeedfwError(f"loader recipe {plain(value)}: {exc.message}", ctx.outdir / ".config",
+                          FIELD) from None
     return p
 
 
@@ -80,7 +88,8 @@ class LoaderPart(Part):
         return [plan_mod.Step("loader.build", lambda step: self._run(ctx, step, local, name, out),
                               inputs=lambda: {
                                   "pins": rkbin.SOURCE.pins(), "epoch": util.source_date_epoch(),
-                                  "recipe": util.sha256_file(local) if local else rkbin.INI.sha256,
+                                  "recipe": util.sha256_bytes(read_recipe(local).encode())
+                                  if local else rkbin.INI.sha256,
                                   "config": plan_mod.symbols(ctx.values, SYMBOLS)},
                               version=VERSION, package="loader", outputs=tuple(out))]
 
