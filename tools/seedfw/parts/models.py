@@ -66,7 +66,8 @@ class ModelsPart(Part):
             self.install(step, {CARDS: built}, ctx.images)
 
         from ..rknn import compile as rknn_compile
-        return [plan.Step("models.compile", run, inputs=lambda: self._inputs(ctx), version="1",
+        # version 2: the compiled blobs travel with the cards through the artifact store
+        return [plan.Step("models.compile", run, inputs=lambda: self._inputs(ctx), version="2",
                           package="models", outputs=(ctx.images / CARDS,),
                           shared_roots={"models": rknn_compile.cache_root()})]
 
