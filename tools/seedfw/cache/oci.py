@@ -1,0 +1,464 @@
+"""The artifact store's remote on an OCI registry, through the ORAS Python client.
+
+Why a registry: every CI system already runs or rents one (GitLab, GitHub, Harbor, Zot, the
+distribution registry in Debian's `docker-registry` package), it is content-addressed by sha256 —
+the same key the local store uses — and Armbian keeps its build artifacts in one with ORAS the
+same way. One step's outputs are one OCI artifact; its tag is the step's cache key.
+
+Why the ORAS client and how much of it: `oras.provider.Registry` knows the distribution API's
+URLs (`oras.container.Container`), the upload dance (POST, PUT or chunked PATCH) and the token
+handshake (`oras.auth`). Its high-level `push`/`pull` are file-tree tools (paths checked against
+the cwd, tags from the URI, no size bounds), so OciStore uses the methods below them:
+`blob_exists`, `put_upload`, `chunked_upload`, `upload_manifest`, `get_blob`. One method is
+replaced: `do_request`, whose library version retries every failure five times with sleeps
+growing to 83 s and sets no timeout — a remote that is down would cost minutes per step. Here a
+request has a timeout, is not retried, and answers a `Basic` challenge (a registry behind
+htpasswd, which the library's token backend would take for a token realm) with the credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..errors import SeedfwError
+from ..images import reading
+from .local import RECORD_CAP, LocalStore, _valid
+
+MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
+RECORD_MEDIA_TYPE = "application/vnd.seedfw.step-record.v1+json"
+OUTPUT_MEDIA_TYPE = "application/vnd.seedfw.step-output.v1"
+TITLE = "org.opencontainers.image.title"
+MANIFEST_CAP = 4 << 20          # the distribution registry's own limit on a manifest
+CHUNK = 16 << 20                # over this a blob goes up in PATCH chunks (bounded memory)
+TIMEOUT = (5.0, 60.0)           # (connect, read) seconds per request
+SETTING = "SEEDFW_CACHE_REMOTE"
+_KEY = re.compile(r"[0-9a-f]{64}")
+_REPO = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _redact(url: str) -> str:
+    """The URL without any userinfo. TODO: use seedfw.secrets.redact once it is on main."""
+    return re.sub(r"(://)[^/@]*@", r"\1****@", url)
+
+
+class OciStore:
+    """`SEEDFW_CACHE_REMOTE=oci://HOST[:PORT]/REPOSITORY` — step outputs on an OCI registry.
+
+    Settings (environment):
+        SEEDFW_CACHE_REMOTE            oci://HOST[:PORT]/REPO/PATH, e.g.
+                                       oci://127.0.0.1:5000/seedfw/steps. Plain HTTP for
+                                       127.0.0.1, localhost and ::1; HTTPS (system CAs, or
+                                       REQUESTS_CA_BUNDLE) for any other host.
+        SEEDFW_CACHE_REMOTE_INSECURE   1: plain HTTP for any host (a registry on a private net)
+        SEEDFW_CACHE_REMOTE_MODE       ro (default): read only; rw: CI also pushes
+        SEEDFW_CACHE_REMOTE_USER       with SEEDFW_CACHE_REMOTE_PASSWORD: the credentials
+        SEEDFW_CACHE_REMOTE_PASSWORD
+
+    Layout in the registry, one artifact per step result (`oras manifest fetch` shows it):
+        tag         the cache key (64 hex digits: sha256 of the step's stamp, a valid tag)
+        config      media type application/vnd.seedfw.step-record.v1+json: the record — the
+                    same JSON as the local store's ac/<key>.json (step, and each file's
+                    relative path, sha256, size, mode)
+        layers      one per file, media type application/vnd.seedfw.step-output.v1, digest
+                    sha256 of its bytes, annotation org.opencontainers.image.title = its
+                    relative path (`oras pull` unpacks an artifact into a readable tree)
+        annotations seedfw.step = the step's name
+    Blobs are shared by digest across artifacts: a file that two steps or two boards produce is
+    uploaded once (a HEAD before each upload skips what the registry has).
+
+    Credentials, from the environment only — never from the URL (a URL with user:password@ is
+    refused), never printed, never in a record, report or manifest: SEEDFW_CACHE_REMOTE_USER and
+    SEEDFW_CACHE_REMOTE_PASSWORD, or else the `auths` entry for HOST[:PORT] in docker's
+    credentials file ($DOCKER_CONFIG/config.json, default ~/.docker/config.json), which is
+    also where `oras login` writes. Credential helpers (credsStore) are not run. Without
+    credentials the registry is used anonymously. A registry asking for `Basic` (htpasswd) gets
+    the credentials; one asking for `Bearer` gets them via its token service (oras.auth).
+
+    Outside input: whatever the registry answers is checked like a file from a stranger. The
+    manifest is read up to 4 MiB and the record up to 1 MiB, the record must name this key and
+    pass the local store's own check (typed fields, relative paths without `..`), each blob is
+    hashed while it is downloaded and refused at the first byte past its declared size, and a
+    pull larger than the local store's cap is refused. Blobs are downloaded to temporary files
+    and renamed into the local store only when all are verified, then the record is written:
+    a refused pull leaves nothing in the local store.
+
+    Failure behaviour: a missing tag is a miss (None). A registry that does not answer, answers
+    5xx, refuses the credentials or sends something that fails the checks raises SeedfwError
+    with one line naming the redacted URL; the artifact cache turns it into a build note and
+    the step runs — a build never fails because the remote is down. After the first failure to
+    reach the registry, the store stays quiet for the rest of the process (no second timeout per
+    step, no note per step); a refused push (read-only credentials) stops pushes only.
+    """
+
+    name = "oci"
+
+    def __init__(self, url: str, host: str, repository: str, insecure: bool):
+        self.url = url
+        self.host = host                # host[:port], as in a docker config's auths
+        self.repository = repository
+        self.insecure = insecure
+        self._local = threading.local()  # one HTTP session per build thread
+        self._down: str | None = None
+        self._no_push = False
+
+    @classmethod
+    def from_url(cls, url: str) -> "OciStore":
+        shown = _redact(url)
+        parts = urlsplit(url)
+        if parts.scheme != "oci":
+            raise SeedfwError(f"'{shown}' is not an oci:// URL", None, SETTING)
+        if "@" in parts.netloc:
+            raise SeedfwError(f"'{shown}': credentials do not belong in the URL; set "
+                              "SEEDFW_CACHE_REMOTE_USER and SEEDFW_CACHE_REMOTE_PASSWORD "
+                              "or log in with docker/oras", None, SETTING)
+        try:
+            hostname, port = parts.hostname, parts.port
+        except ValueError:
+            hostname = port = None
+        repository = parts.path.strip("/")
+        if not hostname or parts.query or parts.fragment or not _REPO.fullmatch(repository):
+            raise SeedfwError(f"'{shown}' is not oci://HOST[:PORT]/REPOSITORY (repository: "
+                              "lower-case names separated by /)", None, SETTING)
+        insecure = (hostname in _LOOPBACK
+                    or os.environ.get("SEEDFW_CACHE_REMOTE_INSECURE", "") == "1")
+        return cls(f"oci://{parts.netloc}/{repository}", parts.netloc, repository, insecure)
+
+    def __repr__(self) -> str:
+        return _redact(self.url)
+
+    # -- HTTP --
+    def _client(self):
+        client = getattr(self._local, "client", None)
+        if client is None:
+            try:
+                creds = _credentials(self.host)
+                client = _client_class()(self.host, self.insecure, creds)
+            except SeedfwError as exc:
+                raise self._fail(f"cannot be used: {exc.line()}") from None
+            self._local.client = client
+        return client
+
+    def _container(self, tag: str = "latest"):
+        import oras.container
+        return oras.container.Container(f"{self.repository}:{tag}", registry=self.host)
+
+    def _fail(self, why: str, down: bool = True) -> SeedfwError:
+        if down:
+            self._down = why
+        return SeedfwError(f"{self!r} {why}")
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        """fn(*args) through the client; a failure to reach the registry becomes one line."""
+        import requests
+        try:
+            return fn(*args, **kwargs)
+        except SeedfwError:
+            raise
+        except requests.exceptions.SSLError:
+            raise self._fail(f"did not pass TLS verification ({what}); for plain HTTP set "
+                             "SEEDFW_CACHE_REMOTE_INSECURE=1") from None
+        except requests.exceptions.Timeout:
+            raise self._fail(f"did not answer within {TIMEOUT[1]:.0f} s ({what})") from None
+        except requests.exceptions.ConnectionError as exc:
+            text = str(exc).lower()
+            why = ("connection refused" if "refused" in text else
+                   "host not found" if "resolve" in text or "not known" in text else
+                   "connection failed")
+            raise self._fail(f"does not answer ({why})") from None
+        except requests.exceptions.RequestException as exc:
+            raise self._fail(f"failed ({what}: {type(exc).__name__})") from None
+        except ValueError as exc:       # the library's word for an answer it could not use
+            raise self._fail(f"failed ({what}: {type(exc).__name__})", down=False) from None
+
+    def _check(self, response, what: str, ok=(200, 201, 202)) -> None:
+        code = response.status_code
+        if code in ok:
+            return
+        response.close()
+        if code == 401:
+            creds = self._client().basic is not None
+            raise self._fail("refused the credentials" if creds else
+                             "needs credentials (SEEDFW_CACHE_REMOTE_USER and "
+                             "SEEDFW_CACHE_REMOTE_PASSWORD, or docker/oras login)",
+                             down=not what.startswith("push"))
+        if code == 403 and what.startswith("push"):
+            self._no_push = True
+            raise self._fail("denied the push (read-only credentials?)", down=False)
+        if code == 403:
+            raise self._fail(f"denied access to {self.repository}")
+        raise self._fail(f"answered HTTP {code} to {what}", down=code >= 500)
+
+    # -- read --
+    def ping(self) -> str:
+        """One line for `invoke doctor`: whether the registry answers, never raising."""
+        try:
+            client = self._client()
+            r = self._call("GET /v2/", client.do_request,
+                           f"{client.prefix}://{self.host}/v2/", "GET")
+            self._check(r, "GET /v2/", ok=(200,))
+            who = "anonymous" if client.basic is None else f"credentials from {client.source}"
+            return f"answers ({'http' if self.insecure else 'https'}, {who})"
+        except SeedfwError as exc:
+            return exc.message.removeprefix(f"{self!r} ")
+        except Exception as exc:        # doctor must print a line whatever happened
+            return f"could not be asked ({type(exc).__name__})"
+
+    def pull(self, key: str, local: LocalStore) -> dict | None:
+        """The record for `key` with every blob verified into `local`; None on a miss."""
+        if not _KEY.fullmatch(key) or self._down:
+            return None
+        client = self._client()
+        container = self._container(key)
+        r = self._call("GET manifest", client.do_request,
+                       f"{client.prefix}://{container.manifest_url()}", "GET",
+                       headers={"Accept": MANIFEST_MEDIA_TYPE}, stream=True)
+        if r.status_code == 404:
+            r.close()
+            return None
+        self._check(r, "GET manifest", ok=(200,))
+        raw = self._call("GET manifest", self._read, r, MANIFEST_CAP, "manifest")
+        manifest = reading.loads_json(raw, self.url,
+                                      f"manifest {key[:16]}", max_bytes=MANIFEST_CAP)
+        config, layers = self._layers(manifest, key)
+        raw = self._fetch(container, config["digest"][7:], config["size"], None)
+        record = reading.loads_json(raw, self.url, f"record {key[:16]}", max_bytes=RECORD_CAP)
+        if not _valid(record, key):
+            raise self._fail(f"sent a record for {key[:16]} that is not a valid seedfw record",
+                             down=False)
+        if not {(f["sha256"], f["size"]) for f in record["files"]} <= layers:
+            raise self._fail(f"sent a record for {key[:16]} naming blobs its manifest does "
+                             "not hold", down=False)
+        missing = {f["sha256"]: f["size"] for f in record["files"]
+                   if not local.has_blob(f["sha256"], f["size"])}
+        if sum(missing.values()) > local.cap:
+            raise self._fail(f"sent a record for {key[:16]} larger than the local store's cap",
+                             down=False)
+        fetched: list[tuple[Path, Path]] = []
+        try:
+            for sha, size in sorted(missing.items()):
+                final = local.blob_path(sha)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=final.parent)
+                os.close(fd)
+                fetched.append((Path(tmp), final))
+                self._fetch(container, sha, size, Path(tmp))
+                os.chmod(tmp, 0o444)
+            for tmp, final in fetched:       # all verified: only now do they enter the store
+                os.replace(tmp, final)
+            fetched = []
+            local.put_record(key, record)
+        finally:
+            for tmp, _ in fetched:
+                tmp.unlink(missing_ok=True)
+        return record
+
+    def _layers(self, manifest, key: str) -> tuple[dict, set]:
+        """(config descriptor, {(sha256, size)} of the layers) of a manifest of ours."""
+        def descriptor(d, media_type):
+            return (isinstance(d, dict) and d.get("mediaType") == media_type
+                    and isinstance(d.get("digest"), str) and d["digest"].startswith("sha256:")
+                    and _KEY.fullmatch(d["digest"][7:]) is not None
+                    and isinstance(d.get("size"), int) and d["size"] >= 0)
+        config = manifest.get("config") if isinstance(manifest, dict) else None
+        layers = manifest.get("layers") if isinstance(manifest, dict) else None
+        if not (descriptor(config, RECORD_MEDIA_TYPE) and config["size"] <= RECORD_CAP
+                and isinstance(layers, list)
+                and all(descriptor(d, OUTPUT_MEDIA_TYPE) for d in layers)):
+            raise self._fail(f"holds {key[:16]} but not as a seedfw step output", down=False)
+        return config, {(d["digest"][7:], d["size"]) for d in layers}
+
+    def _read(self, response, limit: int, what: str) -> bytes:
+        data = bytearray()
+        with response:
+            for chunk in response.iter_content(1 << 16):
+                data += chunk
+                if len(data) > limit:
+                    raise self._fail(f"sent a {what} over {limit >> 20} MiB: refused", down=False)
+        return bytes(data)
+
+    def _fetch(self, container, sha: str, size: int, dest: Path | None) -> bytes:
+        """Blob `sha` of `size` bytes, hashed on the way: into `dest`, or returned (dest None)."""
+        client = self._client()
+        r = self._call("GET blob", client.get_blob, container, f"sha256:{sha}", stream=True)
+        self._check(r, f"GET blob {sha[:16]}", ok=(200,))
+        h = hashlib.sha256()
+        kept = bytearray()
+
+        def stream(out) -> int:
+            n = 0
+            with r:
+                for chunk in r.iter_content(1 << 20):
+                    n += len(chunk)
+                    if n > size:
+                        raise self._fail(f"sent more than {size} bytes for blob {sha[:16]}: "
+                                         "refused", down=False)
+                    h.update(chunk)
+                    if out is not None:
+                        out.write(chunk)
+                    else:
+                        kept.extend(chunk)
+            return n
+
+        if dest is None:
+            n = self._call("GET blob", stream, None)
+        else:
+            with open(dest, "wb") as out:
+                n = self._call("GET blob", stream, out)
+        if n != size or h.hexdigest() != sha:
+            raise self._fail(f"sent blob {sha[:16]} with sha256 {h.hexdigest()[:16]} "
+                             f"({n} bytes): refused", down=False)
+        return bytes(kept)
+
+    # -- write --
+    def push(self, record: dict, local: LocalStore) -> None:
+        """Upload the record's blobs (those the registry lacks) and the record, tagged by key."""
+        key = record.get("key", "")
+        if self._down or self._no_push or not _valid(record, key):
+            return
+        client = self._client()
+        container = self._container(key)
+        for f in {f["sha256"]: f for f in record["files"]}.values():
+            self._upload(client, container, local.blob_path(f["sha256"]), f["sha256"], f["size"])
+        raw = json.dumps(record, sort_keys=True).encode()
+        config = {"mediaType": RECORD_MEDIA_TYPE, "size": len(raw),
+                  "digest": "sha256:" + hashlib.sha256(raw).hexdigest()}
+        with tempfile.NamedTemporaryFile(prefix=".record.", dir=local.root) as tmp:
+            tmp.write(raw)
+            tmp.flush()
+            self._upload(client, container, Path(tmp.name), config["digest"][7:], len(raw))
+        manifest = {
+            "schemaVersion": 2, "mediaType": MANIFEST_MEDIA_TYPE, "config": config,
+            "layers": [{"mediaType": OUTPUT_MEDIA_TYPE, "digest": f"sha256:{f['sha256']}",
+                        "size": f["size"], "annotations": {TITLE: f["path"]}}
+                       for f in record["files"]],
+            "annotations": {"seedfw.step": str(record.get("step", ""))},
+        }
+        r = self._call("push manifest", client.upload_manifest, manifest, container)
+        self._check(r, "push manifest", ok=(200, 201))
+
+    def _upload(self, client, container, path: Path, sha: str, size: int) -> None:
+        layer = {"digest": f"sha256:{sha}", "size": size, "mediaType": OUTPUT_MEDIA_TYPE}
+        # HEAD first (the library's blob_exists would take a 401 for "absent")
+        r = self._call("HEAD blob", client.do_request,
+                       f"{client.prefix}://{container.get_blob_url(layer['digest'])}", "HEAD")
+        r.close()
+        if r.status_code == 200:
+            return
+        if r.status_code != 404:
+            self._check(r, f"HEAD blob {sha[:16]}", ok=())
+        upload = (functools.partial(client.chunked_upload, chunk_size=CHUNK) if size > CHUNK
+                  else client.put_upload)
+        try:
+            r = self._call("push blob", upload, str(path), container, layer)
+        except SeedfwError as exc:
+            if self._down:
+                raise
+            # the library raises ValueError when no upload session was opened (401/403)
+            self._no_push = True
+            raise self._fail("opened no upload session (read-only credentials?)",
+                             down=False) from None
+        self._check(r, f"push blob {sha[:16]}", ok=(201,))
+
+
+def _credentials(host: str) -> tuple[str, str] | None:
+    """(base64 "user:password", where it came from) or None: the environment first, then the
+    docker/oras credentials file. Never logged; an unreadable file is one redacted line."""
+    user = os.environ.get("SEEDFW_CACHE_REMOTE_USER", "")
+    password = os.environ.get("SEEDFW_CACHE_REMOTE_PASSWORD", "")
+    if user or password:
+        if not (user and password):
+            have, lack = (("SEEDFW_CACHE_REMOTE_USER", "SEEDFW_CACHE_REMOTE_PASSWORD") if user
+                          else ("SEEDFW_CACHE_REMOTE_PASSWORD", "SEEDFW_CACHE_REMOTE_USER"))
+            raise SeedfwError(f"{have} is set but {lack} is not (set both or neither)")
+        return base64.b64encode(f"{user}:{password}".encode()).decode(), "the environment"
+    config = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker") / "config.json"
+    if not config.is_file():
+        return None
+    doc = reading.loads_json(reading.read_bytes(config, "json"), config, "auths",
+                             max_bytes=1 << 20)
+    auths = doc.get("auths") if isinstance(doc, dict) else None
+    if not isinstance(auths, dict):
+        return None
+    names = [host, f"https://{host}", f"http://{host}"]
+    names += [n.replace("localhost", "127.0.0.1") for n in names if "localhost" in n]
+    names += [n.replace("127.0.0.1", "localhost") for n in names if "127.0.0.1" in n]
+    for name in names:
+        entry = auths.get(name)
+        if not isinstance(entry, dict):
+            continue
+        if isinstance(entry.get("auth"), str) and entry["auth"]:
+            return entry["auth"], config.name
+        if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
+            pair = f"{entry['username']}:{entry['password']}"
+            return base64.b64encode(pair.encode()).decode(), config.name
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _client_class():
+    """oras.provider.Registry with seedfw's do_request (see the module docstring)."""
+    try:
+        import oras.provider
+        import requests
+    except ImportError:
+        raise SeedfwError("the oci artifact store needs the Python package oras: "
+                          "pip install -e '.[cache]' (or invoke setup)", None, SETTING) from None
+
+    class Session(requests.Session):
+        def request(self, *args, **kwargs):
+            kwargs.setdefault("timeout", TIMEOUT)
+            return super().request(*args, **kwargs)
+
+    class Client(oras.provider.Registry):
+        def __init__(self, host: str, insecure: bool, creds):
+            super().__init__(hostname=host, insecure=insecure, auth_backend="token")
+            from http.cookiejar import DefaultCookiePolicy
+            self.session = Session()
+            self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
+            self.auth.session = self.session
+            self.basic, self.source = creds if creds else (None, None)
+            if self.basic is not None:
+                self.auth._basic_auth = self.basic      # for a Bearer token service
+            self._basic_scheme = False
+
+        def do_request(self, url, method="GET", data=None, headers=None, json=None,
+                       stream=False):
+            headers = dict(headers or {})
+            if self._basic_scheme:
+                headers["Authorization"] = f"Basic {self.basic}"
+            elif self.auth.token:
+                headers.update(self.auth.get_auth_header())
+            send = functools.partial(self.session.request, method, url, data=data, json=json,
+                                     stream=stream, verify=self._tls_verify)
+            r = send(headers=headers)
+            if r.status_code != 401:
+                return r
+            challenge = r.headers.get("Www-Authenticate", "")
+            if challenge.lower().startswith("basic"):
+                if self.basic is None or self._basic_scheme:
+                    return r                        # the caller says why
+                self._basic_scheme = True
+                headers["Authorization"] = f"Basic {self.basic}"
+            else:       # Bearer: a token for this scope (a new one when the scope grew)
+                r.close()
+                headers, changed = self.auth.authenticate_request(
+                    r, headers, refresh=self.auth.token is not None)
+                if not changed:
+                    return r
+            r.close()
+            return send(headers=headers)
+
+    return Client
+
+
+__all__ = ["OciStore"]
