@@ -141,7 +141,8 @@ def _saved(tmp: Path, url: str, tag: str = "a") -> tuple[ArtifactCache, Path, li
     key)."""
     out, files = _outputs(tmp, tag)
     cache = ArtifactCache(LocalStore(tmp / f"store-{tag}", CAP), OciStore.from_url(url), True)
-    cache.save("tfa", f"stamp-{tag}", out, files)
+    cache.save("tfa", ArtifactCache.key(f"stamp-{tag}"), out, files,
+               log=f"log of {tag}\n".encode())
     assert cache.stats.notes == []
     return cache, out, files, ArtifactCache.key(f"stamp-{tag}")
 
@@ -162,10 +163,12 @@ def test_push_then_pull_into_an_empty_store_gives_the_same_bytes(registry, tmp_p
     for f in record["files"]:
         assert empty.blob_path(f["sha256"]).read_bytes() == (out / f["path"]).read_bytes()
     assert empty.get_record(key) == record
+    assert empty.blob_path(record["log"]["sha256"]).read_bytes() == b"log of a\n"
     # and through the cache, as a build restores: the bytes and the mode of each file
     cache = ArtifactCache(LocalStore(tmp_path / "empty2", CAP), OciStore.from_url(registry.url))
-    got = cache.restore("tfa", "stamp-a", tmp_path / "restored")
+    got = cache.restore("tfa", ArtifactCache.key("stamp-a"), tmp_path / "restored")
     assert got is not None and got.source == "oci" and got.files == 3
+    assert got.log == b"log of a\n"                  # the log of the build that made them
     for tmp, final in got.moves:
         src = out / final.relative_to(tmp_path / "restored")
         assert tmp.read_bytes() == src.read_bytes()
@@ -183,7 +186,8 @@ def test_the_artifact_is_an_oci_manifest_tagged_by_the_key(registry, tmp_path):
     assert manifest["config"]["mediaType"] == "application/vnd.seedfw.step-record.v1+json"
     assert manifest["annotations"] == {"seedfw.step": "tfa"}
     layers = {d["annotations"][oci.TITLE]: d for d in manifest["layers"]}
-    assert set(layers) == {"images/boot.img", "images/shared.bin", "tool.sh"}
+    assert set(layers) == {"images/boot.img", "images/shared.bin", "tool.sh", "tfa.log"}
+    assert layers.pop("tfa.log")["mediaType"] == "application/vnd.seedfw.step-log.v1"
     for path, d in layers.items():
         assert d["mediaType"] == "application/vnd.seedfw.step-output.v1"
         assert d["digest"] == "sha256:" + hashlib.sha256((out / path).read_bytes()).hexdigest()
@@ -199,12 +203,12 @@ def test_blobs_the_registry_has_are_not_uploaded_again(registry, tmp_path, monke
     monkeypatch.setattr(client, "put_upload",
                         lambda blob, *a, **k: uploaded.append(Path(blob).name) or real(blob, *a, **k))
     cache = ArtifactCache(LocalStore(tmp_path / "store-second", CAP), store, True)
-    cache.save("tfa", "stamp-second", out, files)
+    cache.save("tfa", ArtifactCache.key("stamp-second"), out, files)
     shas = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
     assert shas["shared.bin"] not in uploaded
     assert shas["boot.img"] in uploaded and shas["tool.sh"] in uploaded
     assert len(uploaded) == 3                         # and the record (a temporary file)
-    cache.save("tfa", "stamp-second", out, files)     # all there: only the manifest again
+    cache.save("tfa", ArtifactCache.key("stamp-second"), out, files)   # all there: manifest only
     assert len(uploaded) == 3
 
 
@@ -218,7 +222,8 @@ def test_a_large_blob_goes_up_in_chunks(registry, tmp_path, monkeypatch):
         patches.append(len(k.get("data") or b"")) if method == "PATCH" else None)
         or real(url, method, *a, **k))
     out, files = _outputs(tmp_path, "chunked")
-    ArtifactCache(LocalStore(tmp_path / "a", CAP), store, True).save("tfa", "stamp-c", out, files)
+    cache = ArtifactCache(LocalStore(tmp_path / "a", CAP), store, True)
+    cache.save("tfa", ArtifactCache.key("stamp-c"), out, files)
     assert patches == [64 << 10] * 4 + [300_007 - 4 * (64 << 10)]
     empty = LocalStore(tmp_path / "empty", CAP)
     record = OciStore.from_url(registry.url).pull(ArtifactCache.key("stamp-c"), empty)
@@ -249,7 +254,7 @@ def test_a_tampered_blob_is_refused_and_nothing_lands(registry, tmp_path):
     assert _store_files(tmp_path / "empty") == []
     # through the cache: a note, a miss, and the step would run
     cache = ArtifactCache(LocalStore(tmp_path / "empty2", CAP), OciStore.from_url(registry.url))
-    assert cache.restore("tfa", "stamp-tamper", tmp_path / "o") is None
+    assert cache.restore("tfa", ArtifactCache.key("stamp-tamper"), tmp_path / "o") is None
     assert cache.stats.notes == [f"remote: {exc.value.message}"]
     assert _store_files(tmp_path / "empty2") == [] and not (tmp_path / "o").exists()
 
@@ -287,17 +292,21 @@ def _push_raw(registry, key: str, record: dict, layers=None) -> None:
     assert r.status_code == 201, r.text
 
 
-@pytest.mark.parametrize("case,entry", [
-    ("escape", {"path": "../../etc/cron.d/x", "sha256": "a" * 64, "size": 1, "mode": 0o644}),
-    ("absolute", {"path": "/etc/passwd", "sha256": "a" * 64, "size": 1, "mode": 0o644}),
-    ("setuid", {"path": "x", "sha256": "a" * 64, "size": 1, "mode": 0o4755}),
-    ("size", {"path": "x", "sha256": "a" * 64, "size": "1", "mode": 0o644}),
-    ("no-files", None),
+GOOD = {"path": "x", "sha256": "a" * 64, "size": 1, "mode": 0o644}
+
+
+@pytest.mark.parametrize("case,entry,extra", [
+    ("escape", {**GOOD, "path": "../../etc/cron.d/x"}, {}),
+    ("absolute", {**GOOD, "path": "/etc/passwd"}, {}),
+    ("setuid", {**GOOD, "mode": 0o4755}, {}),
+    ("size", {**GOOD, "size": "1"}, {}),
+    ("no-files", None, {}),
+    ("log-path", GOOD, {"log": {"sha256": "../../../../tmp/x", "size": 1}}),  # a blob's name
 ])
-def test_a_hostile_record_is_refused_before_any_blob(registry, tmp_path, case, entry):
+def test_a_hostile_record_is_refused_before_any_blob(registry, tmp_path, case, entry, extra):
     key = hashlib.sha256(case.encode()).hexdigest()
     _push_raw(registry, key, {"format": 1, "key": key, "step": "tfa",
-                              "files": [entry] if entry else []}, layers=[])
+                              "files": [entry] if entry else [], **extra}, layers=[])
     with pytest.raises(SeedfwError) as exc:
         OciStore.from_url(registry.url).pull(key, LocalStore(tmp_path / "s", CAP))
     assert exc.value.message == (f"{registry.url} sent a record for {key[:16]} that is not a "
@@ -333,8 +342,8 @@ def test_an_unreachable_registry_is_one_line_then_quiet(tmp_path, monkeypatch):
     # a build's view: one note, the step runs
     cache = ArtifactCache(local, OciStore.from_url(url), True)
     out, files = _outputs(tmp_path, "down")
-    cache.save("tfa", "stamp-down", out, files)
-    assert cache.restore("tfa", "stamp-nope", tmp_path / "o") is None
+    cache.save("tfa", ArtifactCache.key("stamp-down"), out, files)
+    assert cache.restore("tfa", ArtifactCache.key("stamp-nope"), tmp_path / "o") is None
     assert cache.stats.notes == [f"remote: {url} does not answer (connection refused)"]
     assert PASSWORD not in repr(cache.describe()) + "".join(cache.stats.notes)
 
@@ -519,8 +528,8 @@ def test_doctor_shows_the_store_and_whether_the_remote_answers(registry, tmp_pat
     _saved(tmp_path, registry.url, "doctor")
     (tmp_path / "store-doctor").rename(tmp_path / "store")
     lines = doctor.artifact_store_lines()
-    assert lines[0].startswith(f"ok: artifact store {tmp_path / 'store'}: 1 record(s), 3 blob(s), ")
-    assert lines[0].endswith(" MiB of 2048 MiB")
+    assert lines[0].startswith(f"ok: artifact store {tmp_path / 'store'}: 1 record(s), 4 blob(s), ")
+    assert lines[0].endswith(": 1 record(s), 4 blob(s), 0.3 MiB of 2048 MiB")
     assert lines[1] == f"ok: artifact store remote {registry.url} (read-only): answers (http, anonymous)"
     down = f"oci://127.0.0.1:{_free_port()}/a"
     monkeypatch.setenv("SEEDFW_CACHE_REMOTE", down)

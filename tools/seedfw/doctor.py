@@ -261,7 +261,7 @@ def artifact_store_lines() -> list[str]:
         return ["ok: artifact store: off (SEEDFW_ARTIFACT_CACHE=off)"]
     records, blobs, size = store.local.usage()
     lines = [f"ok: artifact store {util_home(store.local.root)}: {records} record(s), "
-             f"{blobs} blob(s), {size / 2**20:.0f} MiB of {store.local.cap / 2**20:.0f} MiB"]
+             f"{blobs} blob(s), {size / 2**20:.1f} MiB of {store.local.cap / 2**20:.0f} MiB"]
     if store.remote is not None:
         mode = "read-write" if store.remote_writes else "read-only"
         answer = store.remote.ping()

@@ -36,6 +36,7 @@ from .local import RECORD_CAP, LocalStore, _valid
 MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
 RECORD_MEDIA_TYPE = "application/vnd.seedfw.step-record.v1+json"
 OUTPUT_MEDIA_TYPE = "application/vnd.seedfw.step-output.v1"
+LOG_MEDIA_TYPE = "application/vnd.seedfw.step-log.v1"
 TITLE = "org.opencontainers.image.title"
 MANIFEST_CAP = 4 << 20          # the distribution registry's own limit on a manifest
 CHUNK = 16 << 20                # over this a blob goes up in PATCH chunks (bounded memory)
@@ -71,7 +72,9 @@ class OciStore:
                     relative path, sha256, size, mode)
         layers      one per file, media type application/vnd.seedfw.step-output.v1, digest
                     sha256 of its bytes, annotation org.opencontainers.image.title = its
-                    relative path (`oras pull` unpacks an artifact into a readable tree)
+                    relative path (`oras pull` unpacks an artifact into a readable tree);
+                    and the step's log from the build that made them, media type
+                    application/vnd.seedfw.step-log.v1, title <step>.log
         annotations seedfw.step = the step's name
     Blobs are shared by digest across artifacts: a file that two steps or two boards produce is
     uploaded once (a HEAD before each upload skips what the registry has).
@@ -232,14 +235,14 @@ class OciStore:
         config, layers = self._layers(manifest, key)
         raw = self._fetch(container, config["digest"][7:], config["size"], None)
         record = reading.loads_json(raw, self.url, f"record {key[:16]}", max_bytes=RECORD_CAP)
-        if not _valid(record, key):
+        if not _ours(record, key):
             raise self._fail(f"sent a record for {key[:16]} that is not a valid seedfw record",
                              down=False)
-        if not {(f["sha256"], f["size"]) for f in record["files"]} <= layers:
+        blobs = _blobs(record)
+        if not set(blobs.items()) <= layers:
             raise self._fail(f"sent a record for {key[:16]} naming blobs its manifest does "
                              "not hold", down=False)
-        missing = {f["sha256"]: f["size"] for f in record["files"]
-                   if not local.has_blob(f["sha256"], f["size"])}
+        missing = {sha: size for sha, size in blobs.items() if not local.has_blob(sha, size)}
         if sum(missing.values()) > local.cap:
             raise self._fail(f"sent a record for {key[:16]} larger than the local store's cap",
                              down=False)
@@ -273,7 +276,8 @@ class OciStore:
         layers = manifest.get("layers") if isinstance(manifest, dict) else None
         if not (descriptor(config, RECORD_MEDIA_TYPE) and config["size"] <= RECORD_CAP
                 and isinstance(layers, list)
-                and all(descriptor(d, OUTPUT_MEDIA_TYPE) for d in layers)):
+                and all(descriptor(d, OUTPUT_MEDIA_TYPE) or descriptor(d, LOG_MEDIA_TYPE)
+                        for d in layers)):
             raise self._fail(f"holds {key[:16]} but not as a seedfw step output", down=False)
         return config, {(d["digest"][7:], d["size"]) for d in layers}
 
@@ -323,12 +327,12 @@ class OciStore:
     def push(self, record: dict, local: LocalStore) -> None:
         """Upload the record's blobs (those the registry lacks) and the record, tagged by key."""
         key = record.get("key", "")
-        if self._down or self._no_push or not _valid(record, key):
+        if self._down or self._no_push or not _ours(record, key):
             return
         client = self._client()
         container = self._container(key)
-        for f in {f["sha256"]: f for f in record["files"]}.values():
-            self._upload(client, container, local.blob_path(f["sha256"]), f["sha256"], f["size"])
+        for sha, size in _blobs(record).items():
+            self._upload(client, container, local.blob_path(sha), sha, size)
         raw = json.dumps(record, sort_keys=True).encode()
         config = {"mediaType": RECORD_MEDIA_TYPE, "size": len(raw),
                   "digest": "sha256:" + hashlib.sha256(raw).hexdigest()}
@@ -343,6 +347,11 @@ class OciStore:
                        for f in record["files"]],
             "annotations": {"seedfw.step": str(record.get("step", ""))},
         }
+        if record.get("log") is not None:   # the log of the build that made the files
+            manifest["layers"].append({"mediaType": LOG_MEDIA_TYPE,
+                                       "digest": f"sha256:{record['log']['sha256']}",
+                                       "size": record["log"]["size"],
+                                       "annotations": {TITLE: f"{record['step']}.log"}})
         r = self._call("push manifest", client.upload_manifest, manifest, container)
         self._check(r, "push manifest", ok=(200, 201))
 
@@ -368,6 +377,23 @@ class OciStore:
             raise self._fail("opened no upload session (read-only credentials?)",
                              down=False) from None
         self._check(r, f"push blob {sha[:16]}", ok=(201,))
+
+
+def _ours(record, key: str) -> bool:
+    """The local store's own check, and a log blob named like every other blob (its name
+    becomes a path in the local store)."""
+    log = record.get("log") if isinstance(record, dict) else None
+    return (_KEY.fullmatch(key) is not None and _valid(record, key)
+            and isinstance(record.get("step"), str)
+            and (log is None or _KEY.fullmatch(log["sha256"]) is not None))
+
+
+def _blobs(record: dict) -> dict[str, int]:
+    """{sha256: size} of every blob a record names: its files, and its log."""
+    blobs = {f["sha256"]: f["size"] for f in record["files"]}
+    if record.get("log") is not None:
+        blobs[record["log"]["sha256"]] = record["log"]["size"]
+    return blobs
 
 
 def _credentials(host: str) -> tuple[str, str] | None:
