@@ -404,6 +404,20 @@ def test_a_url_with_credentials_is_refused_without_showing_them():
                               "in with docker/oras")
 
 
+def test_the_build_refuses_a_url_with_credentials_in_one_line(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"), "SEEDFW_ARTIFACT_CACHE": str(tmp_path),
+           "SEEDFW_CACHE_REMOTE": f"oci://{USER}:{PASSWORD}@127.0.0.1:5000/seedfw/steps"}
+    proc = subprocess.run([sys.executable, "-m", "invoke", "build", "--board", "mps2-an385",
+                           "--output", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == [
+        "error: SEEDFW_CACHE_REMOTE: 'oci://****@127.0.0.1:5000/seedfw/steps': credentials do "
+        "not belong in the URL; set SEEDFW_CACHE_REMOTE_USER and SEEDFW_CACHE_REMOTE_PASSWORD "
+        "or log in with docker/oras"]
+    assert PASSWORD not in proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("url,line", [
     ("oci://127.0.0.1:5000", "is not oci://HOST[:PORT]/REPOSITORY"),
     ("oci://127.0.0.1:5000/Seedfw/Steps", "is not oci://HOST[:PORT]/REPOSITORY"),
@@ -480,10 +494,22 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+    def do_HEAD(self):                               # no blob here
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self):                               # a read-only account: no upload session
+        type(self).posts += 1
+        self.send_response(403)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
 @pytest.fixture
 def hostile():
     key = "c" * 64
-    Hostile.sent = 0
+    Hostile.sent = Hostile.posts = 0
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -516,6 +542,20 @@ def test_a_hostile_registry_costs_a_bounded_read(hostile, tmp_path, monkeypatch,
     assert time.monotonic() - started < 10
     assert peak < 32 << 20, peak                     # bounded by the caps, not by the sender
     assert _store_files(tmp_path / "s") == []
+
+
+def test_a_refused_push_is_one_note_and_pulls_go_on(hostile, tmp_path):
+    url, key = hostile
+    Hostile.mode = "503"
+    cache = ArtifactCache(LocalStore(tmp_path / "s", CAP), OciStore.from_url(url), True)
+    for tag in ("one", "two"):
+        out, files = _outputs(tmp_path, tag)
+        cache.save("tfa", ArtifactCache.key(f"stamp-{tag}"), out, files)
+    assert cache.stats.notes == [f"remote: {url} opened no upload session (read-only "
+                                 "credentials?)"]
+    assert Hostile.posts == 1                        # the second save did not try again
+    with pytest.raises(SeedfwError, match="answered HTTP 503 to GET manifest"):
+        cache.remote.pull(key, cache.local)          # reading is still asked
 
 
 # -- doctor -------------------------------------------------------------------------------------

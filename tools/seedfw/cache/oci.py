@@ -170,6 +170,8 @@ class OciStore:
         except requests.exceptions.SSLError:
             raise self._fail(f"did not pass TLS verification ({what}); for plain HTTP set "
                              "SEEDFW_CACHE_REMOTE_INSECURE=1") from None
+        except requests.exceptions.ConnectTimeout:
+            raise self._fail(f"does not answer (no connection within {TIMEOUT[0]:.0f} s)") from None
         except requests.exceptions.Timeout:
             raise self._fail(f"did not answer within {TIMEOUT[1]:.0f} s ({what})") from None
         except requests.exceptions.ConnectionError as exc:
@@ -178,23 +180,25 @@ class OciStore:
                    "host not found" if "resolve" in text or "not known" in text else
                    "connection failed")
             raise self._fail(f"does not answer ({why})") from None
-        except requests.exceptions.RequestException as exc:
-            raise self._fail(f"failed ({what}: {type(exc).__name__})") from None
         except ValueError as exc:       # the library's word for an answer it could not use
             raise self._fail(f"failed ({what}: {type(exc).__name__})", down=False) from None
+        except requests.exceptions.RequestException as exc:
+            raise self._fail(f"failed ({what}: {type(exc).__name__})") from None
 
     def _check(self, response, what: str, ok=(200, 201, 202)) -> None:
         code = response.status_code
         if code in ok:
             return
         response.close()
+        pushing = what.startswith("push")
         if code == 401:
+            self._no_push = self._no_push or pushing
             creds = self._client().basic is not None
             raise self._fail("refused the credentials" if creds else
                              "needs credentials (SEEDFW_CACHE_REMOTE_USER and "
                              "SEEDFW_CACHE_REMOTE_PASSWORD, or docker/oras login)",
-                             down=not what.startswith("push"))
-        if code == 403 and what.startswith("push"):
+                             down=not pushing)
+        if code == 403 and pushing:
             self._no_push = True
             raise self._fail("denied the push (read-only credentials?)", down=False)
         if code == 403:
