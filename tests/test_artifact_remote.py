@@ -24,7 +24,7 @@ from seedfw.cache import ArtifactCache, LocalStore
 from seedfw.errors import SeedfwError
 
 pytest.importorskip("oras", reason="the oci store needs oras (pip install -e '.[cache]')")
-from seedfw.cache import oci  # noqa: E402
+from seedfw.cache import oci, oci_client  # noqa: E402
 from seedfw.cache.oci import OciStore  # noqa: E402
 
 REGISTRY = shutil.which("docker-registry")
@@ -201,7 +201,8 @@ def test_blobs_the_registry_has_are_not_uploaded_again(registry, tmp_path, monke
     client = store._client()
     real = client.put_upload
     monkeypatch.setattr(client, "put_upload",
-                        lambda blob, *a, **k: uploaded.append(Path(blob).name) or real(blob, *a, **k))
+                        lambda blob, *a, **k: uploaded.append(Path(blob).name)
+                        or real(blob, *a, **k))
     cache = ArtifactCache(LocalStore(tmp_path / "store-second", CAP), store, True)
     cache.save("tfa", ArtifactCache.key("stamp-second"), out, files)
     shas = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
@@ -229,6 +230,17 @@ def test_a_large_blob_goes_up_in_chunks(registry, tmp_path, monkeypatch):
     record = OciStore.from_url(registry.url).pull(ArtifactCache.key("stamp-c"), empty)
     for f in record["files"]:
         assert empty.blob_path(f["sha256"]).read_bytes() == (out / f["path"]).read_bytes()
+
+
+def test_a_blob_trimmed_before_the_push_is_one_line(registry, tmp_path):
+    out, files = _outputs(tmp_path, "trimmed")
+    local = LocalStore(tmp_path / "s", CAP)
+    ArtifactCache(local, None).save("tfa", ArtifactCache.key("stamp-t"), out, files)
+    record = local.get_record(ArtifactCache.key("stamp-t"))
+    local.drop_blob(record["files"][0]["sha256"])      # a concurrent trim took it
+    with pytest.raises(SeedfwError) as exc:
+        OciStore.from_url(registry.url + "/trimmed").push(record, local)
+    assert exc.value.message == f"{registry.url}/trimmed: not pushed (No such file or directory)"
 
 
 def test_a_miss_is_none_and_leaves_the_store_empty(registry, tmp_path):
@@ -473,6 +485,8 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         if mode == "slow":
             time.sleep(3)
             return
+        if mode == "bearer":
+            return self._bearer()
         # a record of one file (10 bytes, or 1 TiB), then an endless blob
         size = 1 << 40 if mode == "huge-record" else 10
         record = json.dumps({"format": 1, "key": "c" * 64, "step": "tfa", "files": [
@@ -494,6 +508,30 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+    def _reply(self, code: int, body: bytes = b"", **headers) -> None:
+        self.send_response(code)
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _bearer(self):
+        """A registry behind a token service (the way hosted registries are): /v2/… wants a
+        Bearer token, /token hands one out for Basic credentials."""
+        auth = self.headers.get("Authorization", "")
+        type(self).seen.append((self.path.split("?")[0], auth.split(" ")[0]))
+        if self.path.startswith("/token"):
+            good = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+            if auth != good:
+                return self._reply(401)
+            return self._reply(200, json.dumps({"token": "tok-3c9a-secret"}).encode())
+        if auth != "Bearer tok-3c9a-secret":
+            realm = f"http://127.0.0.1:{self.server.server_address[1]}/token"
+            return self._reply(401, Www_Authenticate=f'Bearer realm="{realm}",service="test",'
+                                                     'scope="repository:seedfw/steps:pull"')
+        return self._reply(200 if self.path == "/v2/" else 404, b"{}")
+
     def do_HEAD(self):                               # no blob here
         self.send_response(404)
         self.send_header("Content-Length", "0")
@@ -510,6 +548,7 @@ class Hostile(http.server.BaseHTTPRequestHandler):
 def hostile():
     key = "c" * 64
     Hostile.sent = Hostile.posts = 0
+    Hostile.seen = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -528,7 +567,7 @@ def hostile():
 def test_a_hostile_registry_costs_a_bounded_read(hostile, tmp_path, monkeypatch, mode, expected):
     url, key = hostile
     Hostile.mode = mode
-    monkeypatch.setattr(oci, "TIMEOUT", (1.0, 1.0))
+    monkeypatch.setattr(oci_client, "TIMEOUT", (1.0, 1.0))
     import tracemalloc
     tracemalloc.start()
     started = time.monotonic()
@@ -558,6 +597,34 @@ def test_a_refused_push_is_one_note_and_pulls_go_on(hostile, tmp_path):
         cache.remote.pull(key, cache.local)          # reading is still asked
 
 
+def test_a_registry_behind_a_token_service(hostile, tmp_path, monkeypatch):
+    url, key = hostile
+    Hostile.mode = "bearer"
+    # in a process of its own: pytest's log capture would hide what the library logs to stderr
+    code = ("from seedfw.cache.oci import OciStore\nfrom seedfw.cache import LocalStore\n"
+            "try:\n"
+            f"    OciStore.from_url({url!r}).pull({key!r},"
+            f" LocalStore({str(tmp_path / 's')!r}, 1))\n"
+            "except Exception as exc:\n"
+            "    print(exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "tools")}, timeout=60)
+    assert (proc.stdout, proc.stderr) == (
+        f"{url} needs credentials (SEEDFW_CACHE_REMOTE_USER and SEEDFW_CACHE_REMOTE_PASSWORD, "
+        "or docker/oras login)\n", "")             # one line; the library's own log is quiet
+    monkeypatch.setenv("SEEDFW_CACHE_REMOTE_USER", USER)
+    monkeypatch.setenv("SEEDFW_CACHE_REMOTE_PASSWORD", PASSWORD)
+    Hostile.seen.clear()
+    store = OciStore.from_url(url)
+    assert store.pull(key, LocalStore(tmp_path / "s", CAP)) is None      # a miss, authorized
+    manifest = f"/v2/seedfw/steps/manifests/{key}"
+    assert Hostile.seen == [(manifest, ""), ("/token", "Basic"), (manifest, "Bearer")]
+    assert store.pull(key, LocalStore(tmp_path / "s", CAP)) is None      # the token is kept
+    assert Hostile.seen[3:] == [(manifest, "Bearer")]
+    assert store.ping() == "answers (http, credentials from the environment)"
+    assert "tok-3c9a" not in repr(store) + store.ping()
+
+
 # -- doctor -------------------------------------------------------------------------------------
 
 def test_doctor_shows_the_store_and_whether_the_remote_answers(registry, tmp_path, monkeypatch):
@@ -570,7 +637,8 @@ def test_doctor_shows_the_store_and_whether_the_remote_answers(registry, tmp_pat
     lines = doctor.artifact_store_lines()
     assert lines[0].startswith(f"ok: artifact store {tmp_path / 'store'}: 1 record(s), 4 blob(s), ")
     assert lines[0].endswith(": 1 record(s), 4 blob(s), 0.3 MiB of 2048 MiB")
-    assert lines[1] == f"ok: artifact store remote {registry.url} (read-only): answers (http, anonymous)"
+    assert lines[1] == (f"ok: artifact store remote {registry.url} (read-only): answers "
+                        "(http, anonymous)")
     down = f"oci://127.0.0.1:{_free_port()}/a"
     monkeypatch.setenv("SEEDFW_CACHE_REMOTE", down)
     monkeypatch.setenv("SEEDFW_CACHE_REMOTE_MODE", "rw")

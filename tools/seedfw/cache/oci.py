@@ -9,16 +9,13 @@ Why the ORAS client and how much of it: `oras.provider.Registry` knows the distr
 URLs (`oras.container.Container`), the upload dance (POST, PUT or chunked PATCH) and the token
 handshake (`oras.auth`). Its high-level `push`/`pull` are file-tree tools (paths checked against
 the cwd, tags from the URI, no size bounds), so OciStore uses the methods below them:
-`blob_exists`, `put_upload`, `chunked_upload`, `upload_manifest`, `get_blob`. One method is
-replaced: `do_request`, whose library version retries every failure five times with sleeps
-growing to 83 s and sets no timeout — a remote that is down would cost minutes per step. Here a
-request has a timeout, is not retried, and answers a `Basic` challenge (a registry behind
-htpasswd, which the library's token backend would take for a token realm) with the credentials.
+`put_upload`, `chunked_upload`, `upload_manifest`, `get_blob`, `do_request` (a HEAD, a bounded
+manifest GET). `do_request` itself is replaced (seedfw.cache.oci_client: the library's retries
+every failure with sleeps growing to 83 s and sets no timeout), so one request is one answer.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import json
@@ -32,6 +29,8 @@ from urllib.parse import urlsplit
 from ..errors import SeedfwError
 from ..images import reading
 from .local import RECORD_CAP, LocalStore, _valid
+from . import oci_client
+from .oci_client import client_class, credentials
 
 MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
 RECORD_MEDIA_TYPE = "application/vnd.seedfw.step-record.v1+json"
@@ -40,10 +39,10 @@ LOG_MEDIA_TYPE = "application/vnd.seedfw.step-log.v1"
 TITLE = "org.opencontainers.image.title"
 MANIFEST_CAP = 4 << 20          # the distribution registry's own limit on a manifest
 CHUNK = 16 << 20                # over this a blob goes up in PATCH chunks (bounded memory)
-TIMEOUT = (5.0, 60.0)           # (connect, read) seconds per request
 SETTING = "SEEDFW_CACHE_REMOTE"
 _KEY = re.compile(r"[0-9a-f]{64}")
-_REPO = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*")
+_NAME = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"       # the distribution spec's path component
+_REPO = re.compile(rf"{_NAME}(?:/{_NAME})*")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -125,9 +124,10 @@ class OciStore:
                               "SEEDFW_CACHE_REMOTE_USER and SEEDFW_CACHE_REMOTE_PASSWORD "
                               "or log in with docker/oras", None, SETTING)
         try:
-            hostname, port = parts.hostname, parts.port
+            parts.port                  # a port out of range (or not a number) raises here
+            hostname = parts.hostname
         except ValueError:
-            hostname = port = None
+            hostname = None
         repository = parts.path.strip("/")
         if not hostname or parts.query or parts.fragment or not _REPO.fullmatch(repository):
             raise SeedfwError(f"'{shown}' is not oci://HOST[:PORT]/REPOSITORY (repository: "
@@ -144,8 +144,7 @@ class OciStore:
         client = getattr(self._local, "client", None)
         if client is None:
             try:
-                creds = _credentials(self.host)
-                client = _client_class()(self.host, self.insecure, creds)
+                client = client_class()(self.host, self.insecure, credentials(self.host))
             except SeedfwError as exc:
                 raise self._fail(f"cannot be used: {exc.line()}") from None
             self._local.client = client
@@ -171,9 +170,9 @@ class OciStore:
             raise self._fail(f"did not pass TLS verification ({what}); for plain HTTP set "
                              "SEEDFW_CACHE_REMOTE_INSECURE=1") from None
         except requests.exceptions.ConnectTimeout:
-            raise self._fail(f"does not answer (no connection within {TIMEOUT[0]:.0f} s)") from None
+            raise self._fail(f"does not answer (no connection within {oci_client.TIMEOUT[0]:.0f} s)") from None
         except requests.exceptions.Timeout:
-            raise self._fail(f"did not answer within {TIMEOUT[1]:.0f} s ({what})") from None
+            raise self._fail(f"did not answer within {oci_client.TIMEOUT[1]:.0f} s ({what})") from None
         except requests.exceptions.ConnectionError as exc:
             text = str(exc).lower()
             why = ("connection refused" if "refused" in text else
@@ -224,6 +223,12 @@ class OciStore:
         """The record for `key` with every blob verified into `local`; None on a miss."""
         if not _KEY.fullmatch(key) or self._down:
             return None
+        try:
+            return self._pull(key, local)
+        except OSError as exc:          # the local side (a full disk): a miss, not a crash
+            raise SeedfwError(f"{self!r}: not stored locally ({exc.strerror or exc})") from None
+
+    def _pull(self, key: str, local: LocalStore) -> dict | None:
         client = self._client()
         container = self._container(key)
         r = self._call("GET manifest", client.do_request,
@@ -233,12 +238,11 @@ class OciStore:
             r.close()
             return None
         self._check(r, "GET manifest", ok=(200,))
-        raw = self._call("GET manifest", self._read, r, MANIFEST_CAP, "manifest")
-        manifest = reading.loads_json(raw, self.url,
-                                      f"manifest {key[:16]}", max_bytes=MANIFEST_CAP)
+        manifest = self._json(self._call("GET manifest", self._read, r, MANIFEST_CAP,
+                                         "manifest"), "manifest", MANIFEST_CAP)
         config, layers = self._layers(manifest, key)
-        raw = self._fetch(container, config["digest"][7:], config["size"], None)
-        record = reading.loads_json(raw, self.url, f"record {key[:16]}", max_bytes=RECORD_CAP)
+        record = self._json(self._fetch(container, config["digest"][7:], config["size"], None),
+                            "record", RECORD_CAP)
         if not _ours(record, key):
             raise self._fail(f"sent a record for {key[:16]} that is not a valid seedfw record",
                              down=False)
@@ -285,6 +289,12 @@ class OciStore:
             raise self._fail(f"holds {key[:16]} but not as a seedfw step output", down=False)
         return config, {(d["digest"][7:], d["size"]) for d in layers}
 
+    def _json(self, raw: bytes, what: str, cap: int):
+        try:
+            return reading.loads_json(raw, None, what, max_bytes=cap)
+        except SeedfwError as exc:
+            raise self._fail(f"sent a {what} that is {exc.message}", down=False) from None
+
     def _read(self, response, limit: int, what: str) -> bytes:
         data = bytearray()
         with response:
@@ -311,10 +321,7 @@ class OciStore:
                         raise self._fail(f"sent more than {size} bytes for blob {sha[:16]}: "
                                          "refused", down=False)
                     h.update(chunk)
-                    if out is not None:
-                        out.write(chunk)
-                    else:
-                        kept.extend(chunk)
+                    (out.write if out is not None else kept.extend)(chunk)
             return n
 
         if dest is None:
@@ -333,6 +340,12 @@ class OciStore:
         key = record.get("key", "")
         if self._down or self._no_push or not _ours(record, key):
             return
+        try:
+            self._push(record, key, local)
+        except OSError as exc:          # a blob trimmed meanwhile: this entry is not pushed
+            raise SeedfwError(f"{self!r}: not pushed ({exc.strerror or exc})") from None
+
+    def _push(self, record: dict, key: str, local: LocalStore) -> None:
         client = self._client()
         container = self._container(key)
         for sha, size in _blobs(record).items():
@@ -373,7 +386,7 @@ class OciStore:
                   else client.put_upload)
         try:
             r = self._call("push blob", upload, str(path), container, layer)
-        except SeedfwError as exc:
+        except SeedfwError:
             if self._down:
                 raise
             # the library raises ValueError when no upload session was opened (401/403)
@@ -398,97 +411,6 @@ def _blobs(record: dict) -> dict[str, int]:
     if record.get("log") is not None:
         blobs[record["log"]["sha256"]] = record["log"]["size"]
     return blobs
-
-
-def _credentials(host: str) -> tuple[str, str] | None:
-    """(base64 "user:password", where it came from) or None: the environment first, then the
-    docker/oras credentials file. Never logged; an unreadable file is one redacted line."""
-    user = os.environ.get("SEEDFW_CACHE_REMOTE_USER", "")
-    password = os.environ.get("SEEDFW_CACHE_REMOTE_PASSWORD", "")
-    if user or password:
-        if not (user and password):
-            have, lack = (("SEEDFW_CACHE_REMOTE_USER", "SEEDFW_CACHE_REMOTE_PASSWORD") if user
-                          else ("SEEDFW_CACHE_REMOTE_PASSWORD", "SEEDFW_CACHE_REMOTE_USER"))
-            raise SeedfwError(f"{have} is set but {lack} is not (set both or neither)")
-        return base64.b64encode(f"{user}:{password}".encode()).decode(), "the environment"
-    config = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker") / "config.json"
-    if not config.is_file():
-        return None
-    doc = reading.loads_json(reading.read_bytes(config, "json"), config, "auths",
-                             max_bytes=1 << 20)
-    auths = doc.get("auths") if isinstance(doc, dict) else None
-    if not isinstance(auths, dict):
-        return None
-    names = [host, f"https://{host}", f"http://{host}"]
-    names += [n.replace("localhost", "127.0.0.1") for n in names if "localhost" in n]
-    names += [n.replace("127.0.0.1", "localhost") for n in names if "127.0.0.1" in n]
-    for name in names:
-        entry = auths.get(name)
-        if not isinstance(entry, dict):
-            continue
-        if isinstance(entry.get("auth"), str) and entry["auth"]:
-            return entry["auth"], config.name
-        if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
-            pair = f"{entry['username']}:{entry['password']}"
-            return base64.b64encode(pair.encode()).decode(), config.name
-    return None
-
-
-@functools.lru_cache(maxsize=1)
-def _client_class():
-    """oras.provider.Registry with seedfw's do_request (see the module docstring)."""
-    try:
-        import oras.provider
-        import requests
-    except ImportError:
-        raise SeedfwError("the oci artifact store needs the Python package oras: "
-                          "pip install -e '.[cache]' (or invoke setup)", None, SETTING) from None
-
-    class Session(requests.Session):
-        def request(self, *args, **kwargs):
-            kwargs.setdefault("timeout", TIMEOUT)
-            return super().request(*args, **kwargs)
-
-    class Client(oras.provider.Registry):
-        def __init__(self, host: str, insecure: bool, creds):
-            super().__init__(hostname=host, insecure=insecure, auth_backend="token")
-            from http.cookiejar import DefaultCookiePolicy
-            self.session = Session()
-            self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
-            self.auth.session = self.session
-            self.basic, self.source = creds if creds else (None, None)
-            if self.basic is not None:
-                self.auth._basic_auth = self.basic      # for a Bearer token service
-            self._basic_scheme = False
-
-        def do_request(self, url, method="GET", data=None, headers=None, json=None,
-                       stream=False):
-            headers = dict(headers or {})
-            if self._basic_scheme:
-                headers["Authorization"] = f"Basic {self.basic}"
-            elif self.auth.token:
-                headers.update(self.auth.get_auth_header())
-            send = functools.partial(self.session.request, method, url, data=data, json=json,
-                                     stream=stream, verify=self._tls_verify)
-            r = send(headers=headers)
-            if r.status_code != 401:
-                return r
-            challenge = r.headers.get("Www-Authenticate", "")
-            if challenge.lower().startswith("basic"):
-                if self.basic is None or self._basic_scheme:
-                    return r                        # the caller says why
-                self._basic_scheme = True
-                headers["Authorization"] = f"Basic {self.basic}"
-            else:       # Bearer: a token for this scope (a new one when the scope grew)
-                r.close()
-                headers, changed = self.auth.authenticate_request(
-                    r, headers, refresh=self.auth.token is not None)
-                if not changed:
-                    return r
-            r.close()
-            return send(headers=headers)
-
-    return Client
 
 
 __all__ = ["OciStore"]
