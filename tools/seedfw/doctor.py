@@ -242,3 +242,32 @@ def ccache_remote_checks(remotes: dict[str, str]) -> tuple[list[str], list[str]]
             warnings.append(f"warning: ccache remote {entry} ({cfg}) does not answer ({why}): "
                             "builds will use the local cache only")
     return errors, warnings
+
+
+# --- the artifact store (seedfw.cache) -----------------------------------------------------------
+
+def artifact_store_lines() -> list[str]:
+    """The local store (where, how full of its cap) and the remote's answer. A remote that does
+    not answer is a warning, as in the build (the local store only, never a failed build); a
+    setting that cannot be used is an error line."""
+    from . import cache
+    from .cache.local import util_home
+    from .errors import SeedfwError
+    try:
+        store = cache.from_environment()
+    except SeedfwError as exc:
+        return [f"error: artifact store: {exc.line()}"]
+    if store is None:
+        return ["ok: artifact store: off (SEEDFW_ARTIFACT_CACHE=off)"]
+    records, blobs, size = store.local.usage()
+    lines = [f"ok: artifact store {util_home(store.local.root)}: {records} record(s), "
+             f"{blobs} blob(s), {size / 2**20:.1f} MiB of {store.local.cap / 2**20:.0f} MiB"]
+    if store.remote is not None:
+        mode = "read-write" if store.remote_writes else "read-only"
+        answer = store.remote.ping()
+        if answer.startswith("answers"):
+            lines.append(f"ok: artifact store remote {store.remote!r} ({mode}): {answer}")
+        else:
+            lines.append(f"warning: artifact store remote {store.remote!r} ({mode}): {answer}; "
+                         "builds use the local store only")
+    return lines

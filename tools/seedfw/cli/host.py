@@ -51,6 +51,10 @@ def _doctor(quiet: bool, configs=None) -> None:
         configs or sorted((ROOT / "output").glob("*/.config"))))
     for line in notes:
         print(line)
+    for line in doc.artifact_store_lines():      # the step-output store and its remote
+        print(line)
+        if line.startswith("error: "):
+            errors.append(line.removeprefix("error: "))
     from ..counters import plugin_build        # the emulated traffic counter's QEMU plugin ABI
     ok, line = plugin_build.check_installed(plugin_build.built_plugin(ROOT / "output"))
     print(f"{'ok' if ok else 'error'}: QEMU traffic plugin: {line}")
