@@ -83,8 +83,9 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
         records = plan.run()
     finally:
         if store is not None:
+            from rich.markup import escape
             for note in store.stats.notes:
-                say(f"  [yellow]artifact store:[/] {note}", markup=True)
+                say(f"  [yellow]artifact store:[/] {escape(note)}", markup=True)
             store.trim()
     ccache.finish(ctx)                # images/ccache.json, read by the report
     manifest = write_manifest(ctx, artifacts, declared)

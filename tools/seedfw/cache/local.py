@@ -254,7 +254,7 @@ def _valid(record, key: str) -> bool:
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
         return False
     log = record.get("log")
-    if log is not None and not (isinstance(log, dict) and isinstance(log.get("sha256"), str)
+    if log is not None and not (isinstance(log, dict) and _is_sha256(log.get("sha256"))
                                 and isinstance(log.get("size"), int) and 0 <= log["size"] <= 64 << 20):
         return False
     files = record.get("files")
@@ -269,11 +269,15 @@ def _valid(record, key: str) -> bool:
             return False
         if path.startswith("@") and not re.fullmatch(r"@[a-z][a-z0-9-]*/[^/].*", path):
             return False
-        if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+        if not _is_sha256(sha):
             return False
         if not (isinstance(size, int) and size >= 0 and mode in (0o644, 0o755)):
             return False
     return True
+
+
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def util_home(path: Path) -> str:
