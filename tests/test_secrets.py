@@ -22,7 +22,6 @@ import shutil
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
