@@ -49,6 +49,9 @@ _QUERY = re.compile(rf"(?P<name>[?&;]{_SECRET_NAMES}=)(?P<value>[^&;#\s|\"'<>]*)
                     re.IGNORECASE)
 _ATTRIBUTE = re.compile(r"(?P<name>\|(?:bearer-token|password|token)=|\|header=[^=|\s]+=)"
                         r"(?P<value>[^|\s\"'<>]*)", re.IGNORECASE)
+# The same patterns on bytes: scrub_bytes decides without decoding a line.
+_BYTE_PATTERNS = tuple(re.compile(p.pattern.encode(), p.flags & re.IGNORECASE)
+                       for p in (_USERINFO, _QUERY, _ATTRIBUTE))
 _MIN_SECRET = 4         # shorter literal values would mask ordinary words in a log
 
 
@@ -103,14 +106,21 @@ def redact(value: str) -> str:
     return text
 
 
-def _homes() -> list[str]:
+def _homes() -> tuple[str, ...]:
     """Home directories to hide, longest first: $HOME and the account's own (they differ
     under sudo or a test's HOME), each also as its resolved path; never "/"."""
+    return _homes_for(os.environ.get("HOME", ""), os.getuid())
+
+
+@functools.lru_cache(maxsize=8)
+def _homes_for(home_variable: str, uid: int) -> tuple[str, ...]:
+    # Cached: a build log asks for every line it writes (realpath and the password database
+    # are system calls).
     homes = set()
-    candidates = [os.environ.get("HOME", "")]
+    candidates = [home_variable]
     try:
         import pwd
-        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+        candidates.append(pwd.getpwuid(uid).pw_dir)
     except (ImportError, KeyError):
         pass
     for home in candidates:
@@ -119,7 +129,12 @@ def _homes() -> list[str]:
         for form in (os.path.normpath(home), os.path.realpath(home)):
             if form != os.sep:
                 homes.add(form)
-    return sorted(homes, key=len, reverse=True)
+    return tuple(sorted(homes, key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _encoded(homes: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(h.encode("utf-8", "surrogateescape") for h in homes)
 
 
 def _under(path: str, root: str) -> str | None:
@@ -162,13 +177,25 @@ def scrub(text: str) -> str:
     return text
 
 
+def line_scrubber():
+    """scrub() for raw output lines (a build log streams bytes), with the home directories and
+    the environment's credentials taken once, when the command starts: a Buildroot log has a
+    million lines. A line that no pattern, credential or home directory matches is returned
+    as it is, decided on the bytes, without decoding."""
+    homes = _encoded(_homes())
+    held = _encoded(known_secrets())
+    patterns = _BYTE_PATTERNS
+
+    def clean(line: bytes) -> bytes:
+        if not any(p.search(line) for p in patterns) and not any(h in line for h in homes) \
+                and not any(x in line for x in held):
+            return line
+        text = line.decode("utf-8", "surrogateescape")
+        cleaned = scrub(text)
+        return line if cleaned == text else cleaned.encode("utf-8", "surrogateescape")
+    return clean
+
+
 def scrub_bytes(line: bytes) -> bytes:
-    """scrub() for a raw output line (a build log streams bytes): lines that cannot hold a
-    secret or a home path are returned as they are, without decoding."""
-    homes = _homes()
-    if b"@" not in line and b"=" not in line and not known_secrets() and \
-            not any(h.encode() in line for h in homes):
-        return line
-    text = line.decode("utf-8", "surrogateescape")
-    cleaned = scrub(text)
-    return line if cleaned == text else cleaned.encode("utf-8", "surrogateescape")
+    """scrub() for one raw line (line_scrubber for many)."""
+    return line_scrubber()(line)

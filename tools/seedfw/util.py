@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import SeedfwError
-from .secrets import scrub, scrub_bytes
+from .secrets import line_scrubber, scrub
 
 
 @contextlib.contextmanager
@@ -126,6 +126,7 @@ def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = No
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
     output = bytearray()
+    clean = line_scrubber()
     with open(log, "ab") if log is not None else contextlib.nullcontext() as logf:
         if logf:
             # A log is an artifact (handed over with the output directory): no credential, no
@@ -145,7 +146,7 @@ def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = No
                 output += line
                 if logf:
                     try:
-                        logf.write(scrub_bytes(line))
+                        logf.write(clean(line))
                         logf.flush()
                     except OSError as exc:       # a full disk: say which file, stop the command
                         stop_group(proc)
