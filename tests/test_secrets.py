@@ -34,7 +34,7 @@ DEAD = f"redis://seeduser:{PASSWORD}@127.0.0.1:1/"
 
 @pytest.fixture(autouse=True)
 def _no_secret_in_environment(monkeypatch):
-    for name in secrets.SECRET_VARIABLES:
+    for name in secrets.SECRET_VARIABLES + secrets.SECRET_VALUE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -87,6 +87,8 @@ def test_a_credential_the_environment_holds_is_masked_in_any_words(monkeypatch):
     monkeypatch.setenv("SEEDFW_CACHE_REMOTE", "https://cache.lan/a?token=tok-9876")
     assert secrets.redact("GET /a?x=tok-9876") == "GET /a?x=****"
     assert secrets.scrub_bytes(b"saw tok-9876\n") == b"saw ****\n"
+    monkeypatch.setenv("SEEDFW_CACHE_REMOTE_PASSWORD", "hunter2-registry")
+    assert secrets.redact("login hunter2-registry ok") == "login **** ok"
 
 
 def test_redact_is_linear_on_hostile_text():

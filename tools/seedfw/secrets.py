@@ -14,8 +14,9 @@ scheme (a scheme we do not know is no reason to leak):
   query      ?password=, &token=, api_key=, access_token=, secret=, signature=, … -> name=****;
   attribute  ccache's `|bearer-token=…` and `|header=Authorization=…` -> the value as ****.
 On top of the patterns, the credentials found in the environment variables that may hold one
-(SECRET_VARIABLES) are replaced wherever they appear literally or percent-decoded, so a tool
-that echoes the password in its own words (not as a URL) is caught as well.
+(SECRET_VARIABLES), and the values of SECRET_VALUE_VARIABLES (a password given on its own),
+are replaced wherever they appear literally or percent-decoded, so a tool that echoes the
+password in its own words (not as a URL) is caught as well.
 
 `home_relative(path)` shows a path without the user's home directory: `~/…` under $HOME (or the
 account's home in the password database, when $HOME was changed, e.g. by sudo), `<seedfw
@@ -36,6 +37,8 @@ from urllib.parse import unquote
 MASK = "****"
 # Variables that may carry a credential: the values seedfw reads a remote URL from.
 SECRET_VARIABLES = ("CCACHE_REMOTE_STORAGE", "SEEDFW_CACHE_REMOTE")
+# Variables whose whole value is a credential (the artifact cache's registry password).
+SECRET_VALUE_VARIABLES = ("SEEDFW_CACHE_REMOTE_PASSWORD",)
 CACHE_ROOT_LABEL = "<seedfw cache>"
 
 # scheme://USERINFO@ — the authority ends at the first "/", "?", "#", whitespace, quote or "|"
@@ -64,9 +67,10 @@ def _mask_userinfo(m: re.Match) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _secrets_in(values: tuple[str, ...]) -> tuple[str, ...]:
-    """The credentials (passwords, tokens) inside these variable values, longest first."""
-    found: set[str] = set()
+def _secrets_in(values: tuple[str, ...], whole: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The credentials (passwords, tokens) inside these variable values, and the `whole`
+    values themselves, longest first."""
+    found: set[str] = {w.strip() for w in whole if w.strip()}
     for value in values:
         for m in _USERINFO.finditer(value):
             user, colon, secret = m.group("userinfo").partition(":")
@@ -79,8 +83,10 @@ def _secrets_in(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def known_secrets() -> tuple[str, ...]:
-    """Credentials held by the environment (SECRET_VARIABLES), to be masked wherever they occur."""
-    return _secrets_in(tuple(os.environ.get(name, "") for name in SECRET_VARIABLES))
+    """Credentials held by the environment (SECRET_VARIABLES, SECRET_VALUE_VARIABLES), to be
+    masked wherever they occur."""
+    return _secrets_in(tuple(os.environ.get(name, "") for name in SECRET_VARIABLES),
+                       tuple(os.environ.get(name, "") for name in SECRET_VALUE_VARIABLES))
 
 
 def has_credential(value: str) -> bool:
