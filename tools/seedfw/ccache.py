@@ -20,6 +20,13 @@ Why these settings:
                that installed the same Debian compiler at different times.
 Objects from the cache are the objects the compiler wrote, so the images stay bit-identical with
 the cache cold or warm (tests/test_ccache.py checks it through a second, empty local cache).
+
+Credentials: a remote with a password (`redis://user:password@host`) is given in the
+environment, as ccache's own CCACHE_REMOTE_STORAGE (which then wins over the Kconfig symbol, as
+it does in ccache): a Kconfig value is copied into <out>/.config, config.json and autoconf.h,
+so `invoke config` refuses one holding a credential. Everything this module prints or writes
+about a remote goes through seedfw.secrets.redact, and the local directory through
+home_relative: images/ccache.json, the state file, warnings, the report's cache section.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from urllib.parse import urlsplit
 
 from . import paths, util
 from .errors import SeedfwError
+from .secrets import has_credential, home_relative, redact
 
 SYMBOLS = ("CCACHE", "CCACHE_DIR", "CCACHE_REMOTE_STORAGE")
 # ccache's remote storage back-ends (ccache 4.7: `ccache --version` lists them as "<x>-storage").
@@ -44,6 +52,8 @@ SCHEMES = ("redis", "redis+unix", "http", "file")
 # Compilers the makefiles call by name: the host's and the cross prefixes of the Kconfig symbols.
 HOST_COMPILERS = ("gcc", "cc", "g++", "c++")
 STATS_FILE = "ccache.json"
+# ccache's own variable: where a remote with a credential is given (never in a .config).
+REMOTE_VARIABLE = "CCACHE_REMOTE_STORAGE"
 
 
 @dataclass(frozen=True)
@@ -56,16 +66,28 @@ class Settings:
     def remote_text(self) -> str:
         return " ".join(self.remote)
 
+    @property
+    def shown(self) -> str:
+        """The remote entries as they may be printed or written (credentials masked)."""
+        return redact(self.remote_text)
 
-def settings(values: dict, config_file=".config") -> Settings:
+
+def settings(values: dict, config_file=".config", environ=None) -> Settings:
     """CCACHE, CCACHE_DIR and CCACHE_REMOTE_STORAGE, checked (a malformed remote is an error here,
-    not a compiler failure deep inside a make)."""
+    not a compiler failure deep inside a make). $CCACHE_REMOTE_STORAGE, when set, is the remote
+    (the place for one with a credential; see the module docstring)."""
     text = (values.get("CCACHE_DIR") or "").strip()
     directory = Path(os.path.abspath(os.path.expanduser(text))) if text else \
         paths.cache_dir() / "ccache"
-    remote = tuple((values.get("CCACHE_REMOTE_STORAGE") or "").split())
-    for entry in remote:
-        check_remote(entry, config_file)
+    env = (os.environ if environ is None else environ).get(REMOTE_VARIABLE, "").strip()
+    if env:
+        remote = tuple(env.split())
+        for entry in remote:
+            check_remote(entry, None, f"environment {REMOTE_VARIABLE}")
+    else:
+        remote = tuple((values.get("CCACHE_REMOTE_STORAGE") or "").split())
+        for entry in remote:
+            check_remote(entry, config_file)
     return Settings(bool(values.get("CCACHE")), directory, remote)
 
 
@@ -82,23 +104,31 @@ def check_configured(values: dict, sources) -> None:
             if line.strip().startswith("CONFIG_CCACHE_REMOTE_STORAGE="):
                 where = (src, i)
     for entry in (values.get("CCACHE_REMOTE_STORAGE") or "").split():
-        if where is None:
-            check_remote(entry)
-        else:
-            try:
-                check_remote(entry, where[0])
-            except SeedfwError as exc:
-                raise SeedfwError(f"CONFIG_CCACHE_REMOTE_STORAGE: {exc.message}", where[0],
-                                  f"line {where[1]}") from None
+        try:
+            check_remote(entry, where[0] if where else ".config")
+            if has_credential(entry):
+                # Refused, not masked: the build needs the value, and every copy the
+                # configuration makes of it (.config, config.json, autoconf.h) would keep it.
+                raise SeedfwError(
+                    f"'{redact(entry)}' holds a credential, which the output directory's "
+                    f".config would keep: give it in the environment instead "
+                    f"({REMOTE_VARIABLE}='...'), never in a configuration file",
+                    where[0] if where else ".config", "CONFIG_CCACHE_REMOTE_STORAGE")
+        except SeedfwError as exc:
+            if where is None:
+                raise
+            raise SeedfwError(f"CONFIG_CCACHE_REMOTE_STORAGE: {exc.message}", where[0],
+                              f"line {where[1]}") from None
 
 
-def check_remote(entry: str, config_file=".config") -> None:
-    """One entry of ccache's remote_storage syntax: URL[|attribute=value...]."""
+def check_remote(entry: str, config_file=".config", field="CONFIG_CCACHE_REMOTE_STORAGE") -> None:
+    """One entry of ccache's remote_storage syntax: URL[|attribute=value...]. Messages show
+    the entry redacted (seedfw.secrets): an error line is printed, and CI logs are kept."""
     url = entry.split("|", 1)[0]
-    field = "CONFIG_CCACHE_REMOTE_STORAGE"
+    shown = redact(entry)
     scheme = urlsplit(url).scheme if re.match(r"^[a-z+]+:/", url) else ""
     if scheme not in SCHEMES:
-        raise SeedfwError(f"'{entry}' is not a ccache remote storage URL (scheme one of "
+        raise SeedfwError(f"'{shown}' is not a ccache remote storage URL (scheme one of "
                           f"{', '.join(s + '://' for s in SCHEMES)})", config_file, field)
     parts = urlsplit(url)
     if scheme in ("redis", "http"):
@@ -107,13 +137,13 @@ def check_remote(entry: str, config_file=".config") -> None:
         except ValueError:
             port = -1
         if not parts.hostname or port == -1:
-            raise SeedfwError(f"'{entry}': expected {scheme}://HOST[:PORT]", config_file, field)
+            raise SeedfwError(f"'{shown}': expected {scheme}://HOST[:PORT]", config_file, field)
     if scheme in ("redis+unix", "file") and (parts.netloc or not parts.path.startswith("/")):
-        raise SeedfwError(f"'{entry}': expected {scheme}:///ABSOLUTE/PATH", config_file, field)
+        raise SeedfwError(f"'{shown}': expected {scheme}:///ABSOLUTE/PATH", config_file, field)
     for attr in entry.split("|")[1:]:
         if not re.fullmatch(r"[a-z-]+(=[^|\s]*)?", attr):
-            raise SeedfwError(f"'{entry}': attribute '{attr}' is not name=value", config_file,
-                              field)
+            raise SeedfwError(f"'{shown}': attribute '{redact('|' + attr)[1:]}' is not "
+                              "name=value", config_file, field)
 
 
 def stats_log(outdir: Path, part: str | None = None) -> Path:
@@ -199,26 +229,29 @@ def _reachable(ctx, s: Settings) -> list[str]:
     """The remote entries that answer, checked once per build: by the first step that compiles
     (steps of one build run in threads, hence the lock), not by begin() — a no-op build asks no
     server and, with a dead remote, neither waits for it nor warns. A dead entry is one warning
-    and a local-only build, never a failed one."""
+    and a local-only build, never a failed one.
+
+    The state file is in the output directory, so it holds the entries redacted and the live
+    ones as indices into s.remote: a changed password alone does not change reachability."""
     with _PROBE_LOCK:
         try:
             state = json.loads(_state_file(ctx.outdir).read_text())
-            if state.get("remote") == s.remote_text:
-                return state["reachable"]
-        except (FileNotFoundError, ValueError, KeyError):
+            if state.get("remote") == s.shown:
+                return [s.remote[i] for i in state["reachable"]]
+        except (FileNotFoundError, ValueError, KeyError, IndexError, TypeError):
             pass
         reachable, dead = [], {}
-        for entry in s.remote:
+        for i, entry in enumerate(s.remote):
             why = probe(entry)
             if why is None:
-                reachable.append(entry)
+                reachable.append(i)
             else:
-                dead[entry] = why
-                ctx.progress(f"  ccache: warning: remote storage {entry} does not answer "
-                             f"({why}); building with the local cache only")
-        util.write_json(_state_file(ctx.outdir), {"remote": s.remote_text,
+                dead[redact(entry)] = redact(why)
+                ctx.progress(f"  ccache: warning: remote storage {redact(entry)} does not answer "
+                             f"({redact(why)}); building with the local cache only")
+        util.write_json(_state_file(ctx.outdir), {"remote": s.shown,
                                                   "reachable": reachable, "dead": dead})
-        return reachable
+        return [s.remote[i] for i in reachable]
 
 
 def probe(entry: str, timeout: float = 2.0) -> str | None:
@@ -309,7 +342,8 @@ def finish(ctx) -> dict | None:
     if errors and state["reachable"]:
         # It answered when the first step compiled: it went away (or failed) during the
         # build. Once, here.
-        ctx.progress(f"  ccache: warning: remote storage {' '.join(state['reachable'])} failed "
+        live = " ".join(redact(s.remote[i]) for i in state["reachable"] if i < len(s.remote))
+        ctx.progress(f"  ccache: warning: remote storage {live} failed "
                      f"during the build ({errors} compile(s) could not reach it); those used "
                      "the local cache only, the images are unaffected")
     doc = {
@@ -319,10 +353,10 @@ def finish(ctx) -> dict | None:
         # ccache 4.7's counters count results, not bytes; nothing else reports this build's share
         # of a shared server's traffic, so it is unknown rather than guessed.
         "remote_read_bytes": None,
-        "remote": s.remote_text or None,
+        "remote": s.shown or None,
         "remote_errors": errors,
         "remote_unreachable": state.get("dead") or {},
-        "local_dir": str(s.dir),
+        "local_dir": home_relative(s.dir),           # no user name in an artifact
         # Included in the totals above; one entry per build that logs apart (seedfw.buildroot).
         "parts": parts,
         "source": f"measured: {ccache_version()} stats log (CCACHE_STATSLOG) of this build's "
@@ -368,4 +402,4 @@ def bench_result(host: str | None = None) -> dict | None:
         return None
     if not isinstance(doc, dict) or any(k not in doc for k in BENCH_FIELDS):
         return None
-    return dict(doc, path=str(path))
+    return dict(doc, path=home_relative(path))

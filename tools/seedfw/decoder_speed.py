@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import paths, util
 from .errors import SeedfwError
+from .secrets import home_relative
 
 VARIANTS = ("fast", "small")
 DEFAULT_VARIANT = "fast"            # kconfig/Kconfig.compress: the choice's default
@@ -124,7 +125,7 @@ def decompress_speed(config: dict | None, *, host: str | None = None,
                          "; run bench/lz4_speed.py here to measure")
     return dict(value=DEFAULT_CYCLES_PER_BYTE, unit="cycles/byte", kind="estimated",
                 source="constant seedfw.decoder_speed.DEFAULT_CYCLES_PER_BYTE",
-                note=f"no decompressor benchmark result in {results_dir()} (run "
+                note=f"no decompressor benchmark result in {home_relative(results_dir())} (run "
                      "bench/lz4_speed.py); liblz4 decompresses 1.5-4.5 GB/s on a ~3 GHz host, "
                      "the slow end is taken",
                 host=None, date=None, variant=variant)

@@ -198,9 +198,16 @@ def outside_closure(needs: list[Need], pkgs: list[str]) -> list[str]:
 # --- ccache's remote storage (CONFIG_CCACHE_REMOTE_STORAGE) --------------------------------------
 
 def configured_remotes(configs) -> dict[str, str]:
-    """{remote entry: the .config that sets it} from CONFIG_CCACHE_REMOTE_STORAGE lines."""
+    """{remote entry: the .config that sets it} from CONFIG_CCACHE_REMOTE_STORAGE lines, and
+    first the environment's $CCACHE_REMOTE_STORAGE (which the build uses instead, when set)."""
+    import os
+
     from . import ccache
     found = {}
+    variable = ccache.REMOTE_VARIABLE
+    for entry in os.environ.get(variable, "").split():
+        ccache.check_remote(entry, None, f"environment {variable}")
+        found.setdefault(entry, f"environment {variable}")
     for cfg in configs:
         try:
             lines = Path(cfg).read_text().splitlines()
@@ -218,28 +225,32 @@ def configured_remotes(configs) -> dict[str, str]:
 def ccache_remote_checks(remotes: dict[str, str]) -> tuple[list[str], list[str]]:
     """(errors, warnings) for each configured remote: ccache must list the back-end among its
     `ccache --version` features (an error: every compile would fail); a remote that does not
-    answer now is only a warning, as in the build (local-only, never a failed build)."""
+    answer now is only a warning, as in the build (local-only, never a failed build). Every
+    entry is shown redacted (seedfw.secrets): a doctor's output is pasted into bug reports."""
     from . import ccache
+    from .secrets import redact
     if not remotes:
         return [], []
     try:
         version = subprocess.run(["ccache", "--version"], capture_output=True, text=True).stdout
     except FileNotFoundError:
-        return [f"ccache is not installed but {', '.join(remotes)} is configured"], []
+        return [f"ccache is not installed but {', '.join(map(redact, remotes))} is "
+                "configured"], []
     errors, warnings = [], []
     features = next((line for line in version.splitlines() if line.startswith("Features:")),
                     "Features: (none listed)")
     for entry, cfg in remotes.items():
+        shown = redact(entry)
         if not ccache.has_remote_feature(version, entry):
-            errors.append(f"{cfg}: CONFIG_CCACHE_REMOTE_STORAGE: {entry} needs ccache's "
+            errors.append(f"{cfg}: CONFIG_CCACHE_REMOTE_STORAGE: {shown} needs ccache's "
                           f"{entry.split(':')[0]}-storage back-end; this ccache has "
                           f"{features.split(':', 1)[1].strip()}")
             continue
         why = ccache.probe(entry)
         if why is None:
-            warnings.append(f"ok: ccache remote {entry} ({cfg}): back-end compiled in, answers")
+            warnings.append(f"ok: ccache remote {shown} ({cfg}): back-end compiled in, answers")
         else:
-            warnings.append(f"warning: ccache remote {entry} ({cfg}) does not answer ({why}): "
+            warnings.append(f"warning: ccache remote {shown} ({cfg}) does not answer ({why}): "
                             "builds will use the local cache only")
     return errors, warnings
 

@@ -18,6 +18,15 @@ counted and the ALLOC total equals what `size -A` lists for the loadable section
 
 Bad input (not an ELF, truncated header tables, no sections) raises SeedfwError naming the file.
 The diff (see diff_stats) lives in stats_diff.py.
+
+Hostile ELFs (docs/hostile-input.md): read with pread, piece by piece (a sparse 3 GiB file is
+never mapped or copied whole), every count it declares is capped before anything is read
+(ELF_CAPS: far above real firmware, one error line over a cap), the symbol table is unpacked
+in bounded chunks, names are found within a bounded window and their decoded bytes are budgeted,
+and the section-to-segment mapping is a sort and a bisect per segment (stats_segments) with
+the pairs it examines capped — 65,000 sections x 65,000 segments was over an hour before.
+Every name reaches the terminal through reading.plain (format_stats): ESC, OSC and C1 bytes in
+a section or symbol name are shown as \\xNN, never interpreted.
 """
 
 from __future__ import annotations
@@ -26,11 +35,27 @@ import contextlib
 import json
 import os
 import struct
+from operator import itemgetter
 from pathlib import Path
 
 from .errors import SeedfwError
+from .images.reading import plain
+from .stats_segments import read_segments
 
 STATS_SCHEMA = "seedfw-stats/1"
+
+# What one ELF may declare. Real firmware, for scale: U-Boot ~40 sections, 3 segments, ~10k
+# symbols; an arm64 defconfig vmlinux ~50 sections, ~150k symbols, a 5 MiB .strtab.
+ELF_CAPS = {
+    "sections": 16384,              # e_shnum (or section 0's sh_size beyond 0xff00)
+    "segments": 4096,               # e_phnum
+    "symbols": 1 << 20,             # entries of .symtab/.dynsym
+    "string_table": 64 << 20,       # bytes of .strtab / .shstrtab
+    "name_length": 4096,            # bytes searched for one name's NUL (longer: cut, warned)
+    "name_bytes": 128 << 20,        # bytes of all decoded names together
+    "mapping_pairs": 1 << 20,       # section/segment pairs the mapping examines
+}
+_SYMBOL_CHUNK = 1 << 16             # symbols unpacked per chunk (1.5 MiB for ELF64)
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 SHT_NULL, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 0, 2, 3, 4, 8, 9
@@ -54,9 +79,6 @@ _PROC_SECTION_TYPES = {
     243: {0x70000003: "RISCV_ATTRIBUTES"},
     8: {0x70000006: "MIPS_REGINFO", 0x7000000D: "MIPS_OPTIONS", 0x7000002A: "MIPS_ABIFLAGS"},
 }
-_SEGMENT_TYPES = {0: "NULL", 1: "LOAD", 2: "DYNAMIC", 3: "INTERP", 4: "NOTE", 6: "PHDR",
-                  7: "TLS", 0x6474E550: "GNU_EH_FRAME", 0x6474E551: "GNU_STACK",
-                  0x6474E552: "GNU_RELRO", 0x6474E553: "GNU_PROPERTY", 0x70000001: "ARM_EXIDX"}
 _MACHINES = {3: "x86", 8: "MIPS", 20: "PowerPC", 40: "ARM", 62: "x86-64", 183: "AArch64",
              243: "RISC-V"}
 _ELF_TYPES = {1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
@@ -133,20 +155,49 @@ class _ElfFile:
         except OSError as exc:
             raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
         self.size = os.fstat(self.f.fileno()).st_size
+        self.name_budget = ELF_CAPS["name_bytes"]
+        self.cut_names = 0
 
-    def read(self, offset: int, length: int, what: str) -> bytes:
+    def check(self, offset: int, length: int, what: str) -> None:
         if offset + length > self.size:
             raise SeedfwError(f"truncated: {what} at offset {offset:#x} needs {length} bytes, "
                               f"the file has {self.size}", self.path)
-        self.f.seek(offset)
-        return self.f.read(length)
+
+    def read(self, offset: int, length: int, what: str) -> bytes:
+        """`length` bytes at `offset` (callers cap `length`: every table is capped before it
+        is read, and the symbol table is read in chunks)."""
+        self.check(offset, length, what)
+        data = os.pread(self.f.fileno(), length, offset)
+        if len(data) != length:                 # shrank since fstat
+            raise SeedfwError(f"changed while it was read ({what})", self.path)
+        return data
+
+    def name(self, table: bytes, offset: int, field: str) -> str | None:
+        """The NUL-terminated name at `offset` of a string table, or None outside it.
+        Searched within ELF_CAPS name_length bytes (a longer one is cut and counted in
+        self.cut_names); the decoded bytes of all names are budgeted, so a table of
+        overlapping suffixes cannot make a million long strings."""
+        if offset >= len(table):
+            return None
+        limit = min(len(table), offset + ELF_CAPS["name_length"])
+        end = table.find(b"\0", offset, limit)
+        if end < 0:
+            if limit == len(table):
+                return None                     # runs off the table: no name
+            end = limit
+            self.cut_names += 1
+        self.name_budget -= end - offset
+        if self.name_budget < 0:
+            raise SeedfwError(f"names add up to more than {ELF_CAPS['name_bytes']} bytes "
+                              f"(cap {ELF_CAPS['name_bytes']})", self.path, field)
+        return table[offset:end].decode("utf-8", "replace")
 
     def close(self):
         self.f.close()
 
 
 def _parse_header(elf: _ElfFile) -> dict:
-    ident = elf.f.read(16)
+    ident = os.pread(elf.f.fileno(), 16, 0)
     if elf.size == 0:
         raise SeedfwError("empty file (0 bytes), not an ELF file", elf.path)
     if len(ident) < 4 or ident[:4] != b"\x7fELF":
@@ -180,11 +231,10 @@ def open_elf(path: str | os.PathLike):
         elf.close()
 
 
-def _cstr(table: bytes, offset: int) -> str | None:
-    end = table.find(b"\0", offset)
-    if offset >= len(table) or end < 0:
-        return None
-    return table[offset:end].decode("utf-8", "replace")
+def _cap(name: str, value: int, unit: str, path, field: str) -> None:
+    """One error line when a declared count is over ELF_CAPS[name]."""
+    if value > ELF_CAPS[name]:
+        raise SeedfwError(f"{value} {unit} (cap {ELF_CAPS[name]})", path, field)
 
 
 def read_elf(path: str | os.PathLike, top: int = 10) -> dict:
@@ -215,12 +265,14 @@ def _read(elf: _ElfFile, top: int) -> dict:
     shstrndx = first[6] if h["shstrndx"] == SHN_XINDEX else h["shstrndx"]
     if shnum == 0:
         raise SeedfwError("no sections (e_shnum = 0)", elf.path, "e_shnum")
+    _cap("sections", shnum, "sections", elf.path, "e_shnum")
     raw = elf.read(h["shoff"], shnum * lay["shdr"].size, f"section header table ({shnum} entries)")
     headers = list(lay["shdr"].iter_unpack(raw))
 
     names = b""
     if 0 < shstrndx < shnum:
         _n, _t, _f, _a, off, size = headers[shstrndx][:6]
+        _cap("string_table", size, "bytes", elf.path, f"section [{shstrndx}] (section names)")
         if off + size <= elf.size:
             names = elf.read(off, size, "section name table")
         else:
@@ -231,7 +283,7 @@ def _read(elf: _ElfFile, top: int) -> dict:
     sections = []
     for index, (sh_name, sh_type, sh_flags, addr, offset, size, link, info, align,
                 entsize) in enumerate(headers):
-        name = _cstr(names, sh_name) if names else None
+        name = elf.name(names, sh_name, "section names") if names else None
         if name is None:
             name = f"<section {index}>"
             if index and names:
@@ -249,8 +301,11 @@ def _read(elf: _ElfFile, top: int) -> dict:
             _type=sh_type, _flags=sh_flags))
     _check_links(sections, warnings)
 
-    segments = _read_segments(elf, h, sections, warnings)
+    segments = read_segments(elf, h, sections, warnings, ELF_CAPS)
     source, symbols = _read_symbols(elf, h, sections, warnings)
+    if elf.cut_names:
+        warnings.append(f"{elf.cut_names} name(s) longer than {ELF_CAPS['name_length']} bytes "
+                        "shown cut")
     result = dict(
         file=elf.path.name, file_bytes=elf.size,
         elf=dict(bits=h["bits"], endian="little" if h["endian"] == "<" else "big",
@@ -276,51 +331,6 @@ def _check_links(sections: list[dict], warnings: list[str]) -> None:
                             f"index a symbol table (stripped ELF); not read")
 
 
-def _read_segments(elf, h, sections, warnings) -> list[dict]:
-    lay = h["lay"]
-    if not h["phoff"] or not h["phnum"]:
-        return []
-    if h["phentsize"] != lay["phdr"].size:
-        warnings.append(f"program header size {h['phentsize']} unexpected; segments not read")
-        return []
-    try:
-        raw = elf.read(h["phoff"], h["phnum"] * lay["phdr"].size, "program header table")
-    except SeedfwError as exc:
-        warnings.append(exc.message)
-        return []
-    segments = []
-    for index, fields in enumerate(lay["phdr"].iter_unpack(raw)):
-        if h["bits"] == 64:
-            p_type, p_flags, offset, vaddr, paddr, filesz, memsz, align = fields
-        else:
-            p_type, offset, vaddr, paddr, filesz, memsz, p_flags, align = fields
-        flags = ("R" if p_flags & 4 else "") + ("W" if p_flags & 2 else "") + \
-                ("X" if p_flags & 1 else "")
-        members = [s["name"] for s in sections
-                   if _in_segment(s, p_type, offset, vaddr, filesz, memsz)]
-        segments.append(dict(index=index, type=_SEGMENT_TYPES.get(p_type, f"{p_type:#x}"),
-                             offset=offset, vaddr=vaddr, paddr=paddr, file_size=filesz,
-                             mem_size=memsz, flags=flags, align=align, sections=members))
-    return segments
-
-
-def _in_segment(s, p_type, offset, vaddr, filesz, memsz) -> bool:
-    """Section-to-segment mapping as readelf -l prints it (loaded sections by address)."""
-    if not s["_flags"] & SHF_ALLOC:
-        return False
-    tbss = s["_type"] == SHT_NOBITS and s["_flags"] & SHF_TLS
-    if tbss and p_type != PT_TLS:
-        return False            # .tbss occupies no address space outside the TLS template
-    if p_type == PT_TLS and not s["_flags"] & SHF_TLS:
-        return False
-    if s["_type"] != SHT_NOBITS and not offset <= s["offset"] < offset + max(filesz, 1):
-        return False
-    start, end = s["address"], s["address"] + s["size"]
-    if s["size"] == 0:
-        return vaddr <= start < vaddr + memsz
-    return vaddr <= start and end <= vaddr + memsz
-
-
 def _read_symbols(elf, h, sections, warnings) -> tuple[str | None, list[list]]:
     """Every symbol with a size, defined in a real section: [name, size, section, value,
     type, bind], largest first. .symtab preferred; .dynsym when the ELF is stripped."""
@@ -329,41 +339,71 @@ def _read_symbols(elf, h, sections, warnings) -> tuple[str | None, list[list]]:
     if chosen is None:
         return None, []
     lay = h["lay"]
-    where = f"section [{chosen['index']}] {chosen['name']}"
+    where = f"section [{chosen['index']}] {plain(chosen['name'])}"
     strtab_index = chosen["link"]
     if not 0 < strtab_index < len(sections) or sections[strtab_index]["_type"] != SHT_STRTAB:
         warnings.append(f"{where}: sh_link {strtab_index} is not a string table; symbols not read")
         return None, []
     strsec = sections[strtab_index]
+    sym = lay["sym"]
+    _cap("symbols", chosen["size"] // sym.size, "symbols", elf.path, where)
+    _cap("string_table", strsec["size"], "bytes", elf.path,
+         f"section [{strtab_index}] {plain(strsec['name'])}")
     try:
-        symdata = elf.read(chosen["offset"], chosen["size"], where)
+        elf.check(chosen["offset"], chosen["size"], where)
         strtab = elf.read(strsec["offset"], strsec["size"], f"string table {strsec['name']}")
     except SeedfwError as exc:
         warnings.append(f"{exc.message}; symbols not read")
         return None, []
-    usable = len(symdata) - len(symdata) % lay["sym"].size
-    if usable != len(symdata):
-        warnings.append(f"{where}: size {len(symdata)} is not a multiple of the symbol size")
+    usable = chosen["size"] - chosen["size"] % sym.size
+    if usable != chosen["size"]:
+        warnings.append(f"{where}: size {chosen['size']} is not a multiple of the symbol size")
     names = [s["name"] for s in sections]
-    nsec = len(sections)
+    nsec = len(sections)            # <= ELF_CAPS sections < SHN_LORESERVE
     out = []
-    find = strtab.find
-    if h["bits"] == 64:
-        rows = ((n, i, x, v, z) for n, i, _o, x, v, z in lay["sym"].iter_unpack(symdata[:usable]))
-    else:
-        rows = ((n, i, x, v, z) for n, v, z, i, _o, x in lay["sym"].iter_unpack(symdata[:usable]))
-    for st_name, st_info, shndx, value, size in rows:
-        # Only sized symbols in a real section: what `nm -S --size-sort` lists as defined.
-        if not size or shndx == SHN_UNDEF or shndx >= SHN_LORESERVE or shndx >= nsec:
-            continue
-        st_type = st_info & 0xF
-        if st_type in (STT_SECTION, STT_FILE):
-            continue
-        end = find(b"\0", st_name)
-        name = strtab[st_name:end].decode("utf-8", "replace") if end >= 0 else "?"
-        out.append([name, size, names[shndx], value, _SYM_TYPES.get(st_type, str(st_type)),
-                    _SYM_BINDS.get(st_info >> 4, str(st_info >> 4))])
-    out.sort(key=lambda r: (-r[1], r[0]))
+    append = out.append
+    types = {t: _SYM_TYPES.get(t, str(t)) for t in range(16)}
+    binds = {b: _SYM_BINDS.get(b, str(b)) for b in range(16)}
+    find, table_len, longest = strtab.find, len(strtab), ELF_CAPS["name_length"]
+    budget = elf.name_budget
+    is64 = h["bits"] == 64
+    step = _SYMBOL_CHUNK * sym.size
+    for at in range(chosen["offset"], chosen["offset"] + usable, step):
+        # One bounded chunk at a time: a table of a million entries is never one list.
+        chunk = elf.read(at, min(step, chosen["offset"] + usable - at), where)
+        for fields in sym.iter_unpack(chunk):
+            if is64:
+                st_name, st_info, _o, shndx, value, size = fields
+            else:
+                st_name, value, size, st_info, _o, shndx = fields
+            # Only sized symbols in a real section: what `nm -S --size-sort` lists as defined.
+            if not size or not 0 < shndx < nsec:
+                continue
+            st_type = st_info & 0xF
+            if st_type == STT_SECTION or st_type == STT_FILE:
+                continue
+            # The name, inline (this loop runs up to a million times): NUL within the
+            # name_length window, its bytes counted against the budget; elf.name for the
+            # rare name without one (cut, or off the table).
+            end = find(b"\0", st_name, st_name + longest) if st_name < table_len else -1
+            if end >= 0:
+                budget -= end - st_name
+                if budget < 0:
+                    raise SeedfwError(f"names add up to more than {ELF_CAPS['name_bytes']} "
+                                      f"bytes (cap {ELF_CAPS['name_bytes']})", elf.path, where)
+                name = strtab[st_name:end].decode("utf-8", "replace")
+            else:
+                elf.name_budget = budget
+                name = elf.name(strtab, st_name, where)
+                budget = elf.name_budget
+                if name is None:
+                    name = "?"
+            append([name, size, names[shndx], value, types[st_type], binds[st_info >> 4]])
+    elf.name_budget = budget
+    # Largest first, then by name; two stable sorts on the rows' own fields allocate no key
+    # tuples (a million rows would need a million more objects).
+    out.sort(key=itemgetter(0))
+    out.sort(key=itemgetter(1), reverse=True)
     return chosen["name"], out
 
 
@@ -444,13 +484,14 @@ def load_stats(path: str | os.PathLike, top: int = 10) -> list[dict]:
 
 def format_stats(st: dict, top: int = 10) -> str:
     """Human-readable tables for one file (what `invoke stats` prints)."""
-    lines = [f"{st['file']}: ELF{st['elf']['bits']} {st['elf']['machine']} {st['elf']['type']}"]
+    lines = [f"{plain(st['file'])}: ELF{st['elf']['bits']} {plain(st['elf']['machine'])} "
+             f"{plain(st['elf']['type'])}"]
     lines.append(f"  {'[Nr]':>5} {'section':<24} {'type':<12} {'flags':<5} {'address':>18} "
                  f"{'size':>10} {'file size':>10} class")
     for s in st["sections"]:
         if s["type"] == "NULL":
             continue
-        lines.append(f"  [{s['index']:>3}] {s['name']:<24} {s['type']:<12} {s['flags']:<5} "
+        lines.append(f"  [{s['index']:>3}] {plain(s['name']):<24} {s['type']:<12} {s['flags']:<5} "
                      f"{s['address']:#18x} {s['size']:>10} {s['file_size']:>10} "
                      f"{s['class'] or '-'}")
     t = st["totals"]
@@ -459,13 +500,13 @@ def format_stats(st: dict, top: int = 10) -> str:
     for g in st["segments"]:
         lines.append(f"  segment {g['index']} {g['type']:<12} {g['flags']:<3} vaddr {g['vaddr']:#x} "
                      f"paddr {g['paddr']:#x} file {g['file_size']} mem {g['mem_size']}: "
-                     f"{' '.join(g['sections'])}")
+                     f"{' '.join(plain(n) for n in g['sections'])}")
     if st["symbol_source"] is None:
         lines.append("  symbols: none (no .symtab or .dynsym)")
     for section, rows in st["top_symbols"].items():
-        lines.append(f"  top {min(top, len(rows))} symbols in {section}:")
+        lines.append(f"  top {min(top, len(rows))} symbols in {plain(section)}:")
         for r in rows[:top]:
-            lines.append(f"    {r['size']:>10}  {r['name']}")
+            lines.append(f"    {r['size']:>10}  {plain(r['name'])}")
     for w in st["warnings"]:
-        lines.append(f"  warning: {w}")
+        lines.append(f"  warning: {plain(w)}")
     return "\n".join(lines)

@@ -4,11 +4,15 @@ Like bloaty's diff mode or Zephyr's fpdiff: growth and shrink per section and pe
 the symbols that are new or gone. Symbols are matched by name; several local symbols with the
 same name (a `static` in two files) are summed, since there is no stable way to pair them.
 A baseline may be an ELF or a stats JSON written earlier by `invoke stats --json`.
+
+Names come from the ELFs and from a baseline JSON someone handed over: format_diff and the
+errors show each through reading.plain (control bytes as \\xNN), never raw on a terminal.
 """
 
 from __future__ import annotations
 
 from .errors import SeedfwError
+from .images.reading import plain
 
 DIFF_SCHEMA = "seedfw-stats-diff/1"
 TOTAL_KEYS = ("rom", "ram", "alloc", "size_a")
@@ -119,14 +123,15 @@ def pair_files(baseline: list[dict], current: list[dict], baseline_path):
         unmatched = [st["file"] for st in current if st["file"] not in by_name]
     if not pairs:
         raise SeedfwError(f"no file in common with the baseline (it has: "
-                          f"{', '.join(sorted(by_name)) or 'none'}; "
-                          f"compared: {', '.join(unmatched)})", baseline_path)
+                          f"{', '.join(plain(n) for n in sorted(by_name)) or 'none'}; "
+                          f"compared: {', '.join(plain(n) for n in unmatched)})", baseline_path)
     for base, new in pairs:
         # An ARM image against an AArch64 one shares no code: every symbol would be "new".
         old_m, new_m = (base.get("elf") or {}).get("machine"), (new.get("elf") or {}).get("machine")
         if old_m and new_m and old_m != new_m:
-            raise SeedfwError(f"baseline {base['file']} is built for {old_m}, {new['file']} for "
-                              f"{new_m}: not comparable", baseline_path, "elf.machine")
+            raise SeedfwError(f"baseline {plain(base['file'])} is built for {plain(old_m)}, "
+                              f"{plain(new['file'])} for {plain(new_m)}: not comparable",
+                              baseline_path, "elf.machine")
     return pairs, unmatched
 
 
@@ -137,12 +142,12 @@ def _fmt(row: dict) -> str:
 
 
 def format_diff(d: dict, top: int = 10) -> str:
-    lines = [f"diff {d['baseline']} → {d['current']}"]
+    lines = [f"diff {plain(d['baseline'])} → {plain(d['current'])}"]
     for key, row in d["totals"].items():
         lines.append(f"  total {key:<8} {_fmt(row)}")
     for s in d["sections"]:
         if s["status"] != "same":
-            lines.append(f"  section {s['name']:<24} {s['status']:<8} {_fmt(s)}")
+            lines.append(f"  section {plain(s['name']):<24} {s['status']:<8} {_fmt(s)}")
     if not d["symbols_available"]:
         lines.append("  symbols: not compared (one side has no symbol table)")
         return "\n".join(lines)
@@ -152,5 +157,6 @@ def format_diff(d: dict, top: int = 10) -> str:
                  f"{sm['gone']} gone ({sm['gone_bytes']:+d})")
     for key, rows in d["symbols"].items():
         for r in rows[:top]:
-            lines.append(f"    {key:<6} {r['name']:<40} {r['section']:<16} {_fmt(r)}")
+            lines.append(f"    {key:<6} {plain(r['name']):<40} {plain(r['section']):<16} "
+                         f"{_fmt(r)}")
     return "\n".join(lines)

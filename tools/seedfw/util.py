@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import SeedfwError
+from .secrets import line_scrubber, scrub
 
 
 @contextlib.contextmanager
@@ -125,9 +126,12 @@ def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = No
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
     output = bytearray()
+    clean = line_scrubber()
     with open(log, "ab") if log is not None else contextlib.nullcontext() as logf:
         if logf:
-            logf.write(f"$ {shlex.join(cmd)}\n".encode())
+            # A log is an artifact (handed over with the output directory): no credential, no
+            # home directory in it (seedfw.secrets); the output kept for errors stays as is.
+            logf.write(f"$ {scrub(shlex.join(cmd))}\n".encode())
             logf.flush()
         try:
             proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
@@ -142,7 +146,7 @@ def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = No
                 output += line
                 if logf:
                     try:
-                        logf.write(line)
+                        logf.write(clean(line))
                         logf.flush()
                     except OSError as exc:       # a full disk: say which file, stop the command
                         stop_group(proc)

@@ -86,6 +86,7 @@ def stats(c, target, output=None, top="10", json=False, diff=None):
 
     ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
     from .. import stats as elfstats, stats_diff, util
+    from ..images.reading import plain
     if not str(top).isdigit() or not 1 <= int(top) <= 100000:
         raise SeedfwError(f"'{top}' is not a whole number of symbols from 1 to 100000",
                           field="--top")
@@ -101,7 +102,7 @@ def stats(c, target, output=None, top="10", json=False, diff=None):
         util.write_json(outdir / "stats.json", elfstats.stats_document(results))
     if diff:
         for name in unmatched:
-            print(f"note: {name} has no counterpart in the baseline; not compared",
+            print(f"note: {plain(name)} has no counterpart in the baseline; not compared",
                   file=sys.stderr)
         diffs = [stats_diff.diff_stats(b, n, top=None if json else top) for b, n in pairs]
         if json:

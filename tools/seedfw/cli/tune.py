@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from . import command
@@ -65,7 +64,8 @@ def tune(c, board=None, output=None, trials=20, objectives=None, space=None, sto
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # our progress lines say it all
     smp = study_mod.sampler_for(sampler, int(seed) if seed is not None else None)
     # The label goes into tune.json and the reports: never a password from the URL.
-    label = re.sub(r"//[^/@]*@", "//", storage) if storage else _shown(tune_dir / "study.journal")
+    from ..secrets import home_relative, redact
+    label = redact(storage) if storage else home_relative(_shown(tune_dir / "study.journal"))
     if export is None and not storage:
         tune_dir.mkdir(parents=True, exist_ok=True)
     elif export is not None and not storage and not (tune_dir / "study.journal").is_file():

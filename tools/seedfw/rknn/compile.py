@@ -103,7 +103,8 @@ def _run_venv(script: Path, request: dict, cwd: Path, log: Path | None, what: st
                           field) from None
     if log is not None:
         with open(log, "a") as f:
-            f.write(f"$ {' '.join(cmd)}  (in {cwd})\n{proc.stdout}{proc.stderr}")
+            from ..secrets import scrub      # a log in <out>: no home directory in it
+            f.write(scrub(f"$ {' '.join(cmd)}  (in {cwd})\n{proc.stdout}{proc.stderr}"))
     last = (proc.stdout.strip().splitlines() or ["{}"])[-1]
     try:
         doc = json.loads(last)

@@ -41,7 +41,8 @@ def storage_for(spec: str | None, tune_dir: Path):
     if not spec:
         tune_dir.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(tune_dir / "study.journal")))
-    shown = re.sub(r"//[^/@]*@", "//", spec)       # error lines never show a password
+    from ..secrets import redact
+    shown = redact(spec)                           # error lines never show a password
     if spec.startswith("redis://"):
         if not re.match(r"^redis://([^@/]*@)?[^/:@]+:\d+(/\d+)?$", spec):
             raise SeedfwError(f"'{shown}' is not redis://HOST:PORT[/DB]", None, "--storage")
@@ -52,14 +53,14 @@ def storage_for(spec: str | None, tune_dir: Path):
         try:
             backend._redis.ping()
         except Exception as exc:          # redis.ConnectionError and friends: one line
-            raise SeedfwError(f"cannot reach {shown}: {str(exc).splitlines()[0]}", None,
+            raise SeedfwError(f"cannot reach {shown}: {redact(str(exc).splitlines()[0])}", None,
                               "--storage") from None
         return JournalStorage(backend)
     if _RDB.match(spec):
         try:
             return optuna.storages.RDBStorage(spec)
         except Exception as exc:
-            raise SeedfwError(f"cannot open {shown}: {str(exc).splitlines()[0]}", None,
+            raise SeedfwError(f"cannot open {shown}: {redact(str(exc).splitlines()[0])}", None,
                               "--storage") from None
     if spec.endswith(".journal") and "://" not in spec:
         path = Path(spec)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from ... import ccache
+from ...secrets import redact
 from .base import Inputs, Section
 
 
@@ -38,7 +39,10 @@ class Cache(Section):
             return None
         label = "ccache stats log of this build"
         src = "images/ccache.json"
-        out = dict(available=True, remote=doc.get("remote"), source=doc.get("source"),
+        # Redacted again here: a ccache.json written before seedfw.secrets, or by hand, may
+        # still hold a credential, and the report is the file that gets passed around.
+        remote = redact(doc["remote"]) if doc.get("remote") else None
+        out = dict(available=True, remote=remote, source=doc.get("source"),
                    hits=_measured(doc["hits"], "compiles", label, src),
                    misses=_measured(doc["misses"], "compiles", label, src),
                    hit_rate=_measured(round(100 * doc["hit_rate"], 1), "%", label, src),
@@ -48,7 +52,8 @@ class Cache(Section):
                    _measured(doc["remote_read_bytes"], "bytes", label, src),
                    remote_read_note=None if doc.get("remote_read_bytes") is not None else
                    "bytes read from the remote: unknown (ccache 4.7 counts results, not bytes)",
-                   warnings=[f"remote {k} did not answer at build start ({v}): local cache only"
+                   warnings=[f"remote {redact(k)} did not answer at build start ({redact(v)}): "
+                             "local cache only"
                              for k, v in (doc.get("remote_unreachable") or {}).items()] +
                    ([f"{doc['remote_errors']} compile(s) could not reach the remote during the "
                      "build"] if doc.get("remote_errors") else []))
