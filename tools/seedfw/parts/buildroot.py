@@ -146,7 +146,8 @@ class BuildrootPart(Part):
             plan.Step("buildroot.external", lambda s: external.generate(
                           ctx.config, toolchain.toolchain_dir(), ext), package=self.name,
                       after=("buildroot.toolchain",), inputs=lambda: {"files": ext_files()},
-                      outputs=(ext / "external.desc",)),
+                      # a tree (external.desc is its marker): generated, never restored
+                      outputs=(ext / "external.desc",), cache=False),
             plan.Step("buildroot.build", lambda s: self.build(ctx, s, say), package=self.name,
                       deps=("buildroot.external",),
                       after=("buildroot.tree", "buildroot.hosttar", "buildroot.mirror"),

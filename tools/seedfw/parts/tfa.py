@@ -227,7 +227,9 @@ class TfaPart(Part):
             # of identical (verified) bytes, or another cache directory, does not re-extract.
             plan.Step("tfa.extract", extract, after=("tfa.fetch",), inputs=extract_inputs,
                       version=self.EXTRACT_VERSION, package=self.name,
-                      outputs=(tree / "Makefile",)),
+                      # a whole source tree, of which Makefile is only the marker: never
+                      # restored from the artifact store (an unpack is seconds anyway)
+                      outputs=(tree / "Makefile",), cache=False),
         ]
         if not self.compress(ctx):
             return steps + [plan.Step("tfa.build", build, deps=("tfa.extract",), needs=bl33,
