@@ -47,8 +47,10 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _redact(url: str) -> str:
-    """The URL without any userinfo. TODO: use seedfw.secrets.redact once it is on main."""
-    return re.sub(r"(://)[^/@]*@", r"\1****@", url)
+    """The URL without any userinfo (the user name too: a registry URL should carry none), then
+    seedfw.secrets.redact for what else the environment holds (the registry password)."""
+    from .. import secrets
+    return secrets.redact(re.sub(r"(://)[^/@]*@", r"\1****@", url))
 
 
 class OciStore:
