@@ -109,7 +109,7 @@ def listing(data, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES, so
             deadline: float = DEADLINE, max_per_dir: int = MAX_PER_DIR) -> Listing:
     """Walk the ext2/3/4 file system in `data` (a View, bytes or mmap: read in place) and
     count, flag and list its entries (the module docstring). Damage is a SeedfwError."""
-    fs = _Fs(View.of(data, source, "ext4"), time.monotonic() + deadline)
+    fs = _Fs(View.of(data, source, "ext4"), deadline)
     out = Listing()
     root = fs.inode(2, "root directory (inode 2)")
     if root[0] & S_IFMT != S_IFDIR:
@@ -176,8 +176,9 @@ def _shown(node) -> str:
 class _Fs:
     """The superblock's geometry and the reads a listing needs, each through the View."""
 
-    def __init__(self, view: View, deadline: float):
-        self.view, self.deadline = view, deadline
+    def __init__(self, view: View, seconds: float):
+        self.view, self.seconds = view, seconds
+        self.deadline = time.monotonic() + seconds
         sb = view.sub(1024, 1024, "superblock", "ext4 superblock")
         u32 = lambda at, name: sb.unpack(_U32, at, f"superblock {name}")[0]      # noqa: E731
         u16 = lambda at, name: sb.unpack(_U16, at, f"superblock {name}")[0]      # noqa: E731
@@ -221,7 +222,7 @@ class _Fs:
 
     def tick(self, where: str) -> None:
         if time.monotonic() > self.deadline:
-            self.fail(where, f"listing the file system took over {DEADLINE:g} s: stopped")
+            self.fail(where, f"listing the file system took over {self.seconds:g} s: stopped")
 
     def inode(self, ino: int, where: str) -> tuple:
         """(mode, uid, gid, size, flags, i_block) of inode `ino`."""

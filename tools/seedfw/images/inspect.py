@@ -69,9 +69,10 @@ class Report:
 
     @property
     def listed_bytes(self) -> int:
-        """Bytes of the rows that were only listed (partitions' extents are not counted: their
-        contents are rows of their own)."""
-        return sum(r.stored_size for r in self.rows if not r.checked and r.type != "partition")
+        """Bytes of the rows that were only listed: files' contents (a partition's extent is not
+        counted, its contents are rows of their own; nor a directory's own blocks)."""
+        return sum(r.stored_size for r in self.rows
+                   if not r.checked and r.type not in ("partition", "dir"))
 
     def summary(self) -> str:
         """The closing line: what failed, else how much was verified and how much only listed."""
