@@ -307,3 +307,33 @@ def test_rows_nothing_verified_are_listed_and_the_summary_counts_bytes(tmp_path)
                          "5 rows (7 bytes) only listed, not verified")
     etc = next(line for line in lines if "rootfs:/etc/issue" in line)
     assert "│ listed │" in etc and "│ ok " not in etc
+
+
+# ---- one budget for the whole image ----------------------------------------------------------
+
+def test_rows_of_all_partitions_share_one_cap(tmp_path):
+    from seedfw.images import ext4_list, samples
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(120):
+        (tree / f"f{i:03}").write_text("")
+    fs = _mkfs(tmp_path / "rootfs.ext4", tree, "1M", "-t", "ext4", "-N", "256").read_bytes()
+    disk = tmp_path / "disk.img"
+    disk.write_bytes(samples.gpt_disk([(f"p{i}", 2048 + i * 2048, fs) for i in range(12)],
+                                      pad_lbas=0))
+    doc = _json(_inspect(disk, "--json"))
+    rows = [r for r in doc["rows"] if ":/" in r["name"]]
+    assert len(rows) == ext4_list.MAX_IMAGE_ROWS == 1000               # 12 x 100 without it
+    assert doc["notes"][-3].startswith("partition p11: ext4, 121 entries counted (1 "
+                                       "directories, 0 bytes in files), 0 listed")
+
+
+def test_the_deadline_is_one_error_line(tmp_path):
+    from seedfw.errors import SeedfwError
+    from seedfw.images import ext4_list
+    (tmp_path / "tree" / "d").mkdir(parents=True)
+    fs = _mkfs(tmp_path / "rootfs.ext4", tmp_path / "tree", "1M", "-t", "ext4")
+    with pytest.raises(SeedfwError) as err:
+        ext4_list.listing(fs.read_bytes(), source="fs", deadline=0)
+    assert err.value.line() == ("fs: directory / (inode 2): listing the image's ext4 file "
+                                "systems took over 0 s: stopped")

@@ -144,6 +144,7 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
                                f"LBA {table.backup_lba}" + ("" if view.has(backup, gpt.SECTOR)
                                                             else ": past the end of the file "
                                                                  "(truncated image)")))
+    ext4_budget = None                   # one deadline and row cap for all ext4 listings
     for p in table.partitions:
         detail = f"LBA {p.first_lba}..{p.last_lba} (offset {p.offset // 1024} KiB)"
         if not view.has(p.offset, p.size):
@@ -163,7 +164,9 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
         report.rows.append(row_cls(f"partition {p.index} {p.name}", "partition", p.size, p.size,
                                    "-", True, detail, checked=False))
         if ", ext4" in detail:
-            _ext4_rows(report, row_cls, path, p.name, data)
+            from .ext4_list import Budget
+            ext4_budget = ext4_budget or Budget()
+            _ext4_rows(report, row_cls, path, p.name, data, ext4_budget)
     at = 32 * 1024
     first = min((p.offset for p in table.partitions), default=len(view))
     boot_area = view.sub(at, max(min(first, len(view)) - at, 0), "offset 0x8000", "boot area") \
@@ -205,13 +208,13 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
     report.notes.append(f"firmware partition: our FIT ({len(inner.rows)} rows)")
 
 
-def _ext4_rows(report, row_cls, path, name: str, data: View) -> None:
+def _ext4_rows(report, row_cls, path, name: str, data: View, budget) -> None:
     """One row per listed entry of an ext4 partition (seedfw.images.ext4_list: read in place,
     bounded, every entry counted). Nothing here is verified: the rows are `listed` (checked
     False), never "ok"; setuid/setgid/world-writable entries always get a row and a count."""
     from . import ext4_list
     try:
-        got = ext4_list.listing(data, source=path)
+        got = ext4_list.listing(data, source=path, budget=budget)
     except SeedfwError as exc:
         raise SeedfwError(f"ext4: {exc.message}", path, f"partition {name}"
                           + (f", {exc.field}" if exc.field else "")) from None

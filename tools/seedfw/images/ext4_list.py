@@ -21,7 +21,8 @@ What is shown (docs/hostile-input.md):
 - rows follow the old policy: MAX_DEPTH levels, MAX_PER_DIR entries per directory below /,
   MAX_ENTRIES rows; the rest is counted as "not listed".
 
-Bounds: one DEADLINE for the whole walk, MAX_WALK entries, WALK_DEPTH levels, MAX_DIR_BYTES per
+Bounds: one DEADLINE and MAX_IMAGE_ROWS rows for all the listings of one image (Budget),
+MAX_WALK entries, WALK_DEPTH levels, MAX_DIR_BYTES per
 directory, MAX_NODES extent/indirect blocks per directory; a block map or extent tree that
 points back at itself, a directory block in two directories, or a directory reached twice is
 a loop and one error line — never a hang.
@@ -47,6 +48,7 @@ WALK_DEPTH = 64            # directory levels walked
 MAX_DIR_BYTES = 64 << 20   # one directory (1 M entries of a 32-byte name fit in ~48 MiB)
 MAX_NODES = 4096           # extent-tree or indirect blocks read for one directory
 MAX_PATH_SHOWN = 1024      # characters of an escaped path in a row
+MAX_IMAGE_ROWS = 1000      # rows of all the ext4 partitions of one image (~1 MiB of output at most)
 
 _U16, _U32 = struct.Struct("<H"), struct.Struct("<I")
 _INODE = struct.Struct("<HHI16xHHIII60s8xI4xHHHH4x")     # the 128 bytes every inode size has
@@ -89,6 +91,15 @@ class File:
         return out
 
 
+class Budget:
+    """What the listings of one image share: one deadline and one row cap, so 128 partitions
+    that all point at one large file system cost what one does (seedfw.images.boot_inspect)."""
+
+    def __init__(self, seconds: float = DEADLINE, rows: int = MAX_IMAGE_ROWS):
+        self.seconds, self.rows = seconds, rows
+        self.until = time.monotonic() + seconds
+
+
 @dataclass
 class Listing:
     files: list[File] = field(default_factory=list)     # the rows, breadth first, sorted per dir
@@ -106,10 +117,13 @@ class Listing:
 
 
 def listing(data, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES, source=None,
-            deadline: float = DEADLINE, max_per_dir: int = MAX_PER_DIR) -> Listing:
+            deadline: float = DEADLINE, max_per_dir: int = MAX_PER_DIR,
+            budget: Budget | None = None) -> Listing:
     """Walk the ext2/3/4 file system in `data` (a View, bytes or mmap: read in place) and
-    count, flag and list its entries (the module docstring). Damage is a SeedfwError."""
-    fs = _Fs(View.of(data, source, "ext4"), deadline)
+    count, flag and list its entries (the module docstring). Damage is a SeedfwError.
+    `budget`: shared with the image's other listings (else one of `deadline` seconds)."""
+    budget = budget or Budget(deadline)
+    fs = _Fs(View.of(data, source, "ext4"), budget)
     out = Listing()
     root = fs.inode(2, "root directory (inode 2)")
     if root[0] & S_IFMT != S_IFDIR:
@@ -134,7 +148,7 @@ def listing(data, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES, so
                 mode, uid, gid, size = fs.inode(e_ino, f"{where}, entry inode {e_ino}")[:4]
                 entry = (node, name)
                 row = listed and depth <= max_depth and len(out.files) < max_entries \
-                    and (i < max_per_dir or depth == 1)
+                    and (i < max_per_dir or depth == 1) and budget.rows > 0
                 kind = mode & S_IFMT
                 if kind == 0o100000:
                     out.file_bytes += size
@@ -145,8 +159,11 @@ def listing(data, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES, so
                         out.counts[flag.split()[0].lower()] += 1
                 if row:
                     out.files.append(f)
-                elif f is not None and f.flags and len(out.flagged) < MAX_FLAGGED:
+                    budget.rows -= 1
+                elif f is not None and f.flags and len(out.flagged) < MAX_FLAGGED \
+                        and budget.rows > 0:
                     out.flagged.append(f)
+                    budget.rows -= 1
                 if kind == S_IFDIR:
                     out.dirs += 1
                     if e_ino in seen_dirs:
@@ -176,9 +193,8 @@ def _shown(node) -> str:
 class _Fs:
     """The superblock's geometry and the reads a listing needs, each through the View."""
 
-    def __init__(self, view: View, seconds: float):
-        self.view, self.seconds = view, seconds
-        self.deadline = time.monotonic() + seconds
+    def __init__(self, view: View, budget: Budget):
+        self.view, self.budget = view, budget
         sb = view.sub(1024, 1024, "superblock", "ext4 superblock")
         u32 = lambda at, name: sb.unpack(_U32, at, f"superblock {name}")[0]      # noqa: E731
         u16 = lambda at, name: sb.unpack(_U16, at, f"superblock {name}")[0]      # noqa: E731
@@ -221,8 +237,9 @@ class _Fs:
         raise SeedfwError(message, self.view.source, where)
 
     def tick(self, where: str) -> None:
-        if time.monotonic() > self.deadline:
-            self.fail(where, f"listing the file system took over {self.seconds:g} s: stopped")
+        if time.monotonic() > self.budget.until:
+            self.fail(where, f"listing the image's ext4 file systems took over "
+                             f"{self.budget.seconds:g} s: stopped")
 
     def inode(self, ino: int, where: str) -> tuple:
         """(mode, uid, gid, size, flags, i_block) of inode `ino`."""
