@@ -78,17 +78,23 @@ class File:
 
     @property
     def flags(self) -> list[str]:
-        """What a reviewer of a root file system must see: setuid/setgid programs (setgid on
-        a directory is group inheritance, not privilege) and anything world-writable but a
-        symlink (always 0777) or a sticky directory (/tmp)."""
-        kind, m, out = self.kind, self.mode, []
-        if m & 0o4000 and kind != "dir":
-            out.append("SETUID" + (" root" if self.uid == 0 else ""))
-        if m & 0o2000 and kind != "dir":
-            out.append("SETGID" + (" root" if self.gid == 0 else ""))
-        if m & 0o002 and kind != "symlink" and not (kind == "dir" and m & 0o1000):
-            out.append("WORLD-WRITABLE")
-        return out
+        return _flags(self.mode, self.uid, self.gid)
+
+
+def _flags(mode: int, uid: int, gid: int) -> list[str]:
+    """What a reviewer of a root file system must see: setuid/setgid programs (setgid on a
+    directory is group inheritance, not privilege) and anything world-writable but a symlink
+    (always 0777) or a sticky directory (/tmp)."""
+    if not mode & 0o6002:
+        return []
+    kind, out = mode & S_IFMT, []
+    if mode & 0o4000 and kind != S_IFDIR:
+        out.append("SETUID" + (" root" if uid == 0 else ""))
+    if mode & 0o2000 and kind != S_IFDIR:
+        out.append("SETGID" + (" root" if gid == 0 else ""))
+    if mode & 0o002 and kind != S_IFLNK and not (kind == S_IFDIR and mode & 0o1000):
+        out.append("WORLD-WRITABLE")
+    return out
 
 
 class Budget:
@@ -152,17 +158,14 @@ def listing(data, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES, so
                 kind = mode & S_IFMT
                 if kind == 0o100000:
                     out.file_bytes += size
-                f = None
-                if row or mode & 0o6002:
-                    f = File(_shown(entry), mode, uid, gid, size)
-                    for flag in f.flags:
-                        out.counts[flag.split()[0].lower()] += 1
+                flags = _flags(mode, uid, gid)
+                for flag in flags:
+                    out.counts[flag.split()[0].lower()] += 1
                 if row:
-                    out.files.append(f)
+                    out.files.append(File(_shown(entry), mode, uid, gid, size))
                     budget.rows -= 1
-                elif f is not None and f.flags and len(out.flagged) < MAX_FLAGGED \
-                        and budget.rows > 0:
-                    out.flagged.append(f)
+                elif flags and len(out.flagged) < MAX_FLAGGED and budget.rows > 0:
+                    out.flagged.append(File(_shown(entry), mode, uid, gid, size))
                     budget.rows -= 1
                 if kind == S_IFDIR:
                     out.dirs += 1
@@ -171,7 +174,7 @@ def listing(data, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES, so
                                 f"directory inode {e_ino} is reached twice (a loop or a "
                                 "hard-linked directory): refused")
                     seen_dirs.add(e_ino)
-                    below.append((e_ino, entry, row and f.kind == "dir"))
+                    below.append((e_ino, entry, row))
         level = below
         depth += 1
     return out
