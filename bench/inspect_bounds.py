@@ -7,11 +7,15 @@ zeros): a zero-filled file, a GPT disk whose one partition spans it, a FIT whose
 is 250 MiB of random bytes, a FIT of 200 images all pointing at one 250 MiB span (overlap), a
 boot package with a 250 MiB entry, a package whose LZ4 model expands to the 128 MiB cap, an
 RKNS image whose four 32 MiB idblock images overlap, and the same 256 MiB file as the issue's
-"/dev/zero" stand-in. Each is run as a user runs it (`python -m invoke inspect FILE` in a
+"/dev/zero" stand-in. The ext4 listing's cases (issue 28; tests/test_hostile_ext4.py has one of
+each): a 3 GiB ext4 in a sparse disk image of a few MiB, an ext2 directory whose double-indirect
+block points at itself (60 MiB declared), 100,000 entries in 100 directories plus 5,000 in one,
+and names that hid and forged rows with setuid files beyond the listing's caps (--no-ext4: skip
+them; --ext4-only: only them). Each is run as a user runs it (`python -m invoke inspect FILE` in a
 child); time is wall time, RSS is the child's own peak (wait4's ru_maxrss) — measured, on this
 machine, shared with other work.
 
-    python3 bench/inspect_bounds.py [--keep DIR] [--size-mib 256]
+    python3 bench/inspect_bounds.py [--keep DIR] [--size-mib 256] [--no-ext4 | --ext4-only]
 """
 
 from __future__ import annotations
@@ -93,6 +97,69 @@ def corpus(out: Path, size: int) -> dict[str, Path]:
     return files
 
 
+def ext4_corpus(out: Path) -> dict[str, Path]:
+    """The ext4 listing's crafted disks (mke2fs -d from trees written here, debugfs -w)."""
+    from seedfw.images import samples
+    files = {}
+    work = out / "ext4-work"
+
+    def mkfs(name, tree, size, *opts):
+        fs = work / f"{name}.fs"
+        subprocess.run(["mke2fs", "-q", "-F", *opts, "-d", str(tree), str(fs), size], check=True,
+                       capture_output=True)
+        return fs
+
+    def disk(name, fs):
+        p = out / name
+        samples.write_sparse_gpt_disk(p, [("rootfs", 2048, fs)],
+                                      2048 + -(-fs.stat().st_size // 512) + 34)
+        files[name] = p
+        fs.unlink()
+
+    def tree(name):
+        t = work / name
+        t.mkdir(parents=True)
+        return t
+
+    t = tree("small")
+    (t / "etc").mkdir()
+    (t / "etc" / "hostname").write_text("board\n")
+    disk("ext4-sparse-3gib.img", mkfs("sparse", t, "3G", "-t", "ext4", "-O", "^has_journal"))
+    t = tree("loop")
+    (t / "loop").mkdir()
+    for i in range(80):
+        (t / "loop" / (f"{i:03}" + "n" * 200)).write_text("")
+    fs = mkfs("loop", t, "2M", "-t", "ext2", "-b", "1024")
+    free = int(subprocess.run(["debugfs", "-R", "ffb 1 1500", str(fs)], capture_output=True,
+                              text=True, check=True).stdout.split()[-1])
+    with open(fs, "r+b") as f:
+        f.seek(free * 1024)
+        f.write(struct.pack("<256I", *[free] * 256))
+    for req in (f"sif /loop block[DIND] {free}", f"sif /loop size {60 << 20}"):
+        subprocess.run(["debugfs", "-w", "-R", req, str(fs)], check=True, capture_output=True)
+    disk("ext4-loop-dir.img", fs)
+    t = tree("many")
+    for d in range(100):
+        (t / f"d{d:03}").mkdir()
+        for i in range(1000):
+            (t / f"d{d:03}" / f"e{i:04}").touch()
+    (t / "big").mkdir()
+    for i in range(5000):
+        (t / "big" / f"entry-{i:05}").touch()
+    disk("ext4-many-entries.img", mkfs("many", t, "128M", "-t", "ext4", "-N", "110000"))
+    t = tree("forged")
+    (t / "bin").mkdir()
+    for i in range(30):
+        (t / "bin" / f"tool{i:02}").write_text("x")
+    (t / "bin" / "zz-suid").write_text("x")
+    (t / "bin" / "zz-suid").chmod(0o4755)
+    for name in (b"two\nlines", b"esc\x1b[2J", "\u202eexe.txt".encode(), b'q"x', b"bad\xff"):
+        (Path(os.fsdecode(os.path.join(os.fsencode(t), name)))).write_text("x")
+    disk("ext4-forged-names.img", mkfs("forged", t, "4M", "-t", "ext4"))
+    shutil.rmtree(work)
+    return files
+
+
 def measure(path: Path) -> tuple[int, float, float, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "tools"))
     start = time.monotonic()
@@ -109,10 +176,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", help="write the corpus here and keep it")
     ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--no-ext4", action="store_true", help="leave out the ext4 listing's cases")
+    ap.add_argument("--ext4-only", action="store_true", help="only the ext4 listing's cases")
     ap.add_argument("--generate", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.generate:               # in a child: its memory must not count as the runs' peak
-        corpus(Path(args.generate), args.size_mib << 20)
+        if not args.ext4_only:
+            corpus(Path(args.generate), args.size_mib << 20)
+        if not args.no_ext4:
+            ext4_corpus(Path(args.generate))
         return 0
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="seedfw-bounds-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -120,14 +192,17 @@ def main() -> int:
         # Linux keeps a process's peak RSS across fork+exec, so the files are written by a
         # child and this process stays small: each run's ru_maxrss is then its own.
         subprocess.run([sys.executable, __file__, "--generate", str(out), "--size-mib",
-                        str(args.size_mib)], check=True)
+                        str(args.size_mib)] + (["--no-ext4"] if args.no_ext4 else [])
+                       + (["--ext4-only"] if args.ext4_only else []),
+                       check=True)
         files = {p.name: p for p in sorted(out.iterdir())}
         worst_t, worst_r, bad = (0.0, ""), (0.0, ""), []
-        print(f"{'file':26} {'MiB':>5} {'exit':>4} {'s':>6} {'RSS MiB':>8}  error line")
+        print(f"{'file':26} {'MiB':>5} {'disk':>5} {'exit':>4} {'s':>6} {'RSS MiB':>8}  error line")
         for name, path in files.items():
             rc, took, rss, line = measure(path)
-            print(f"{name:26} {path.stat().st_size >> 20:5} {rc:4} {took:6.2f} {rss:8.1f}  "
-                  f"{line[:90]}")
+            st = path.stat()        # MiB: the file's size; disk: what it holds (sparse)
+            print(f"{name:26} {st.st_size >> 20:5} {st.st_blocks * 512 >> 20:5} {rc:4} "
+                  f"{took:6.2f} {rss:8.1f}  {line[:150]}")
             worst_t = max(worst_t, (took, name))
             worst_r = max(worst_r, (rss, name))
             if took > TIME_LIMIT or rss > RSS_LIMIT_MIB or "Traceback" in line:

@@ -313,11 +313,15 @@ def test_ext4_listing_is_bounded(tmp_path):
     for i in range(30):
         (tree / "many" / f"f{i:02}").write_text("x" * i)
     subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", tree, tmp_path / "fs", "4M"], check=True)
-    files, more = ext4_list.listing((tmp_path / "fs").read_bytes())
-    paths = [f.path for f in files]
+    got = ext4_list.listing((tmp_path / "fs").read_bytes())
+    paths = [f.path for f in got.files]
     assert paths[:3] == ["/a", "/lost+found", "/many"] and "/a/b/c" in paths
     assert "/a/b/c/d" not in paths                        # MAX_DEPTH levels
     assert [p for p in paths if p.startswith("/many/")] == [f"/many/f{i:02}" for i in range(16)]
-    assert more == 14 and next(f for f in files if f.path == "/many/f07").size == 7
-    # Hostile input: not an ext4 at all gives an empty listing, not an error or a hang.
-    assert ext4_list.listing(b"\xff" * (1 << 20)) == ([], 0)
+    assert next(f for f in got.files if f.path == "/many/f07").size == 7
+    # every entry is counted, listed or not: 14 of /many and /a/b/c/d
+    assert (got.total, got.more, got.dirs) == (36, 15, 6)
+    # Hostile input: not an ext4 at all is one error line, not an empty listing or a hang.
+    with pytest.raises(SeedfwError, match=r"^x: superblock: no ext2/3/4 superblock "
+                                          r"\(magic 0xffff\)$"):
+        ext4_list.listing(b"\xff" * (1 << 20), source="x")

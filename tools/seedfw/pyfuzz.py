@@ -19,6 +19,8 @@ Targets (one reader each; seeds are seedfw.images.samples' real images and the b
   py-yaml      yamlfile.load (duplicate keys, aliases, sizes)
   py-json      reading.loads_json (size/depth)
   py-pubkey    fit_sig.load_keys (public-key DTB)
+  py-ext4      ext4_list.listing (superblock, inodes, extents, block maps, directory blocks;
+               seeds: small ext2 and ext4 made by mke2fs -d, padded to their size with zeros)
 
 Run: `invoke fuzz --target py-fdt --runs 1000000` (or --seconds). Executions and crashes are
 atheris/libFuzzer's own final counters (measured).
@@ -40,12 +42,14 @@ from .errors import SeedfwError
 from .paths import BOARD_DIR, ROOT
 
 TARGETS = ("py-inspect", "py-fdt", "py-package", "py-gpt", "py-idblock", "py-lz4", "py-dvfs",
-           "py-rknn", "py-yaml", "py-json", "py-pubkey")
+           "py-rknn", "py-yaml", "py-json", "py-pubkey", "py-ext4")
 # -max_len per target: the seeds fit (samples are small on purpose); shorter inputs keep the
 # executions per second up, which is what reaching 1 M runs per reader on 2 cores needs.
 MAX_LEN = {"py-inspect": 16384, "py-fdt": 8192, "py-pubkey": 8192, "py-package": 4096,
            "py-gpt": 20480, "py-idblock": 8192, "py-lz4": 4096, "py-dvfs": 4096,
-           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64}
+           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64,
+           "py-ext4": 40960}
+EXT4_SEED_SIZE = 128 << 10     # py-ext4: inputs are the head of a file system this large
 CRASHES_KEPT = ROOT / "tests" / "hostile_crashes"
 
 
@@ -79,6 +83,11 @@ def reader(target: str):
         return lambda d: models.check_rknn(d, "fuzz")
     if target == "py-json":
         return lambda d: reading.loads_json(d, "fuzz")
+    if target == "py-ext4":
+        from .images import ext4_list
+        # the tail of a small file system is zeros: the input is its head, padded back
+        return lambda d: ext4_list.listing(d.ljust(EXT4_SEED_SIZE, b"\0"), source="fuzz",
+                                           deadline=5.0)
     if target == "py-pubkey":
         from .images import fit_sig
         return lambda d: fit_sig.load_keys(d, "fuzz")
@@ -121,12 +130,34 @@ def seeds(target: str, out: Path) -> Path:
             "py-yaml": [p.read_bytes() for p in sorted(BOARD_DIR.glob("*/*.yaml"))],
             "py-json": [b'{"a": [1, 2.5, "x", {"b": null}], "c": true}'],
             "py-planted": [b"[1]"],
-        }[target]
+        }.get(target)
+        if target == "py-ext4":
+            by_target = _ext4_seeds(work)
         limit = MAX_LEN[target]
         for i, data in enumerate(by_target):
             (out / f"seed-{i}").write_bytes(data[:limit])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _ext4_seeds(work: Path) -> list[bytes]:
+    """Small ext2 (block maps) and ext4 (extents) file systems of a tree with a file, a
+    setuid one, a symlink and nested directories (mke2fs -d, 1 KiB blocks), trailing zeros cut."""
+    tree = work / "ext4-tree"
+    (tree / "d" / "e").mkdir(parents=True)
+    (tree / "f").write_text("hi\n")
+    (tree / "s").write_text("x")
+    (tree / "s").chmod(0o4755)
+    (tree / "l").symlink_to("f")
+    out = []
+    for i, opts in enumerate(("-t ext2 -O ^resize_inode",
+                              "-t ext4 -O ^has_journal,^resize_inode,^metadata_csum")):
+        img = work / f"seed-{i}.ext4"
+        subprocess.run(["mke2fs", "-q", "-F", *opts.split(), "-b", "1024", "-N", "16", "-d",
+                        str(tree), str(img), f"{EXT4_SEED_SIZE >> 10}K"], check=True,
+                       capture_output=True)
+        out.append(img.read_bytes().rstrip(b"\0"))
     return out
 
 

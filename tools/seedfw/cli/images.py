@@ -30,6 +30,8 @@ def inspect(c, image, json=False, key=None):
     if json:
         print(jsonlib.dumps({"path": str(report.path), "format": report.format, "ok": report.ok,
                              "rows": [asdict(r) for r in report.rows], "notes": report.notes,
+                             "verified_bytes": report.verified_bytes,
+                             "listed_bytes": report.listed_bytes,
                              "synthetic": [r.name for r in report.rows if r.synthetic]},
                             indent=2))
     else:

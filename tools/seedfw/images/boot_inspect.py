@@ -144,6 +144,7 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
                                f"LBA {table.backup_lba}" + ("" if view.has(backup, gpt.SECTOR)
                                                             else ": past the end of the file "
                                                                  "(truncated image)")))
+    ext4_budget = None                   # one deadline and row cap for all ext4 listings
     for p in table.partitions:
         detail = f"LBA {p.first_lba}..{p.last_lba} (offset {p.offset // 1024} KiB)"
         if not view.has(p.offset, p.size):
@@ -155,14 +156,17 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
         if data.peek(0, 4) == FDT_MAGIC:
             detail += ", FIT"
         elif data.peek(EXT4_MAGIC_AT, 2) == b"\x53\xef":
-            label = data.peek(1024 + 120, 16).split(b"\0")[0].decode(errors="replace")
+            label = reading.escaped_name(data.peek(1024 + 120, 16).split(b"\0")[0])
             detail += f", ext4 '{label}'"
         elif data.is_zero():
             detail += ", empty"
+        # in bounds and recognised, nothing more: its contents have their own rows
         report.rows.append(row_cls(f"partition {p.index} {p.name}", "partition", p.size, p.size,
-                                   "-", True, detail))
+                                   "-", True, detail, checked=False))
         if ", ext4" in detail:
-            _ext4_rows(report, row_cls, p.name, data)
+            from .ext4_list import Budget
+            ext4_budget = ext4_budget or Budget()
+            _ext4_rows(report, row_cls, path, p.name, data, ext4_budget)
     at = 32 * 1024
     first = min((p.offset for p in table.partitions), default=len(view))
     boot_area = view.sub(at, max(min(first, len(view)) - at, 0), "offset 0x8000", "boot area") \
@@ -204,15 +208,32 @@ def _disk_rows(report, row_cls, path, view, fit_reader, keys) -> None:
     report.notes.append(f"firmware partition: our FIT ({len(inner.rows)} rows)")
 
 
-def _ext4_rows(report, row_cls, name: str, data: bytes) -> None:
-    """One row per file of an ext4 partition (seedfw.images.ext4_list: bounded)."""
+def _ext4_rows(report, row_cls, path, name: str, data: View, budget) -> None:
+    """One row per listed entry of an ext4 partition (seedfw.images.ext4_list: read in place,
+    bounded, every entry counted). Nothing here is verified: the rows are `listed` (checked
+    False), never "ok"; setuid/setgid/world-writable entries always get a row and a count."""
     from . import ext4_list
-    files, more = ext4_list.listing(data.bytes() if isinstance(data, View) else data)
-    for f in files:
+    try:
+        got = ext4_list.listing(data, source=path, budget=budget)
+    except SeedfwError as exc:
+        raise SeedfwError(f"ext4: {exc.message}", path, f"partition {name}"
+                          + (f", {exc.field}" if exc.field else "")) from None
+    for f in got.files + got.flagged:
         report.rows.append(row_cls(f"{name}:{f.path}", f.kind, f.size, f.size, "-", True,
-                                   f"mode {f.mode & 0o7777:04o} uid {f.uid} gid {f.gid}"))
-    report.notes.append(f"partition {name}: ext4, {len(files)} entries listed (up to "
-                        f"{ext4_list.MAX_DEPTH} levels)" + (f", {more} more not listed" if more else ""))
+                                   ", ".join([f"mode {f.mode & 0o7777:04o} uid {f.uid} "
+                                              f"gid {f.gid}"] + f.flags), checked=False))
+    c = got.counts
+    flagged = c["setuid"] + c["setgid"] + c["world-writable"]
+    report.notes.append(
+        f"partition {name}: ext4, {got.total} entries counted ({got.dirs} directories, "
+        f"{got.file_bytes} bytes in files), {len(got.files)} listed (up to "
+        f"{ext4_list.MAX_DEPTH} levels), {got.more} not listed; {c['setuid']} setuid, "
+        f"{c['setgid']} setgid, {c['world-writable']} world-writable"
+        + (f" ({len(got.flagged)} of them outside the listing have rows too)" if got.flagged
+           else "") + "; nothing in it is verified (rows 'listed')")
+    if flagged:
+        report.notes.append(f"warning: partition {name} holds {flagged} setuid, setgid or "
+                            "world-writable entries (flagged in their rows)")
 
 
 def _external_end(data: View, path) -> int:

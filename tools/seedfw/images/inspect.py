@@ -36,6 +36,18 @@ class Row:
     # (nothing could be verified, e.g. an RKNS header with hash type none). Still a failure:
     # hash_ok is False, so the summary counts it and the exit is non-zero.
     verdict: str = ""
+    checked: bool = True      # False: only listed (an ext4 file, a partition's extent), nothing
+                              # verified its bytes: shown "listed", never "ok", not a failure
+
+    @property
+    def status(self) -> str:
+        if not self.hash_ok:
+            return self.verdict or "BAD"
+        return "ok" if self.checked else "listed"
+
+
+# hash_algo values that verify nothing (a magic compared is not a hash)
+UNVERIFIED = ("-", "none", "", "signature")
 
 
 @dataclass
@@ -48,6 +60,30 @@ class Report:
     @property
     def ok(self) -> bool:
         return all(r.hash_ok for r in self.rows)
+
+    @property
+    def verified_bytes(self) -> int:
+        """Bytes of the rows whose hash, checksum or signature was recomputed and matched."""
+        return sum(r.stored_size for r in self.rows
+                   if r.checked and r.hash_ok and r.hash_algo not in UNVERIFIED)
+
+    @property
+    def listed_bytes(self) -> int:
+        """Bytes of the rows that were only listed: files' contents (a partition's extent is not
+        counted, its contents are rows of their own; nor a directory's own blocks)."""
+        return sum(r.stored_size for r in self.rows
+                   if not r.checked and r.type not in ("partition", "dir"))
+
+    def summary(self) -> str:
+        """The closing line: what failed, else how much was verified and how much only listed."""
+        if not self.ok:
+            unchecked = sum(not r.hash_ok and r.verdict == "unchecked" for r in self.rows)
+            return (f"{sum(not r.hash_ok for r in self.rows)} entries FAILED"
+                    + (f" ({unchecked} unchecked)" if unchecked else ""))
+        listed = sum(not r.checked for r in self.rows)
+        return (f"all hashes ok: {self.verified_bytes} bytes verified by a hash or signature"
+                + (f"; {listed} rows ({self.listed_bytes} bytes) only listed, not verified"
+                   if listed else ""))
 
 
 def find_pubkey(image: str | Path) -> Path | None:
@@ -371,8 +407,7 @@ def render(report: Report, console=None) -> None:
     console = console or Console()
     # names from the file are shown plain: no markup, no control characters
     cells = [tuple(reading.plain(x) for x in (r.name, r.type, str(r.size), str(r.stored_size),
-                                             r.hash_algo, "ok" if r.hash_ok else
-                                             r.verdict or "BAD", r.detail))
+                                             r.hash_algo, r.status, r.detail))
              for r in report.rows]
     header = ("name", "type", "size", "stored", "hash", "ok", "detail")
     # The boxed table only when it fits whole (3 columns of borders and padding per cell);
@@ -384,7 +419,9 @@ def render(report: Report, console=None) -> None:
             [(c[5], c[0], c[1], c[2], c[3], c[4], c[6]) for c in cells], first=2,
             labels=(None, "size", "stored", "hash", None), cols=console.width)
         for line in records:
-            style = None if line.startswith("ok") else "bold red"
+            # the first line of a failing record (not "ok", not "listed", not a continuation)
+            style = None if line[:1].isspace() or line.startswith(("ok", "listed")) \
+                else "bold red"
             console.print(line, markup=False, highlight=False, style=style, soft_wrap=True)
     else:
         table = Table(title=t(f"{report.path.name} ({report.format})"))
@@ -393,16 +430,15 @@ def render(report: Report, console=None) -> None:
                         ("detail", {})):
             table.add_column(col, **kw)
         for c in cells:
-            table.add_row(*map(t, c[:5]), t("ok", "green") if c[5] == "ok" else t(c[5], "bold red"),
+            table.add_row(*map(t, c[:5]), t(c[5], {"ok": "green", "listed": "dim"}.get(c[5],
+                                                                                    "bold red")),
                           t(c[6]))
         console.print(table)
     for note in report.notes:
         # the synthetic-model note is a warning a reader must not skim past
-        if "SYNTHETIC" in note:
-            console.print(Text.assemble(("warning:", "bold yellow"), " ", reading.plain(note)))
+        if "SYNTHETIC" in note or note.startswith("warning: "):
+            console.print(Text.assemble(("warning:", "bold yellow"), " ",
+                                        reading.plain(note.removeprefix("warning: "))))
         else:
             console.print(t(note))
-    unchecked = sum(not r.hash_ok and r.verdict == "unchecked" for r in report.rows)
-    console.print("all hashes ok" if report.ok else
-                  t(f"{sum(not r.hash_ok for r in report.rows)} entries FAILED"
-                    + (f" ({unchecked} unchecked)" if unchecked else ""), "bold red"))
+    console.print(t(report.summary(), None if report.ok else "bold red"))

@@ -312,3 +312,39 @@ def plain(text) -> str:
     """A name from a file, safe to show in a terminal: control characters (ESC, CR, NUL, C1)
     become visible \\xNN escapes. Used with rich Text objects (never markup) in tables."""
     return str(text).translate(_CONTROL)
+
+
+# Characters that change how the text after them is shown: bidi embeddings, overrides and
+# isolates (U+202A..U+202E, U+2066..U+2069) and marks; other invisible ones are caught by
+# their Unicode category in escaped_name.
+_INVISIBLE_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs")
+
+
+def escaped_name(raw) -> str:
+    """A name from a file system (bytes, or text) shown unambiguously and safely: bytes that
+    are not UTF-8 become \\xNN, control characters (C0, DEL, C1) \\xNN, bidi controls,
+    invisible and separator characters (U+202E, U+200B, U+2028, NBSP: categories Cf, Zl, Zp,
+    Zs, Co, Cn) \\uNNNN, and `\\`, `/` and a space at either end \\xNN too — so two different
+    names never look the same, a name never looks like a path, and none moves the cursor,
+    colours, links (OSC 8) or reverses the text after it. `plain` leaves the result as is."""
+    import unicodedata
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        text = bytes(raw).decode("utf-8", "surrogateescape")
+    else:
+        text = str(raw)
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:                   # surrogateescape: a byte that is not UTF-8
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif o < 0x20 or o == 0x7F or ch in "\\/":
+            out.append(f"\\x{o:02x}")
+        elif o >= 0x80 and unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
+            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    if out and out[0] == " ":
+        out[0] = "\\x20"
+    if len(out) > 1 and out[-1] == " ":
+        out[-1] = "\\x20"
+    return "".join(out)
