@@ -185,7 +185,8 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                                   "manifest's 'target' (the NPU it is compiled for)", path, line)
             from .rknn import compile as rknn_compile
             compiled = rknn_compile.ensure(raw, values or {}, target, path, line,
-                                           progress=progress, log=log)
+                                           progress=progress, log=log,
+                                           allow_outside=allow_outside)
             blob_path = compiled.path
             shown = blob_path.name
         elif "path" in raw:
@@ -203,7 +204,7 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                               f"limit of {partition_size} bytes (0x{partition_size:x})",
                               path, line)
         try:
-            blob = reading.read_bytes(blob_path, "image")
+            blob = reading.read_bytes(blob_path, "model")     # capped before it is read
         except SeedfwError as exc:
             raise SeedfwError(f"model '{name}': cannot read {shown}: {exc.message}", path,
                               line) from None

@@ -312,3 +312,10 @@ def plain(text) -> str:
     """A name from a file, safe to show in a terminal: control characters (ESC, CR, NUL, C1)
     become visible \\xNN escapes. Used with rich Text objects (never markup) in tables."""
     return str(text).translate(_CONTROL)
+
+
+# Model blobs and ONNX sources (models.yaml `path:`, `compile.source.onnx`): they are read whole
+# (hashed, checked, embedded in a partition of at most 16 MiB), so a 3 GiB sparse file is refused
+# by size before a byte is read instead of ending in a MemoryError. 256 MiB leaves an FP32 ONNX
+# room to be four times its INT8 blob.
+SIZE_CAPS["model"] = 256 * MIB
