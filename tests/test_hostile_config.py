@@ -222,6 +222,19 @@ def test_a_handed_over_user_fragment_is_refused_naming_it(tmp_path):
                                "(space-separated [A-Za-z0-9_-]+)")
 
 
+def test_a_board_tfa_platform_with_make_shell_is_refused(tmp_path):
+    """board.yaml's tfa.platform is CONFIG_TFA_PLATFORM's fallback: the same grammar."""
+    b = tmp_path / "rk3588" / "board.yaml"
+    b.parent.mkdir()
+    text = (ROOT / "board" / "rk3588" / "board.yaml").read_text()
+    assert "  platform: rk3588\n" in text
+    b.write_text(text.replace("  platform: rk3588\n", '  platform: "rk3588$(shell id)"\n', 1))
+    line = text[:text.index("  platform: rk3588")].count("\n") + 1
+    assert _one_error(_bounded("boards", "--check", b)) == (
+        f"error: {b}:{line}: field 'tfa.platform': 'rk3588$(shell id)' does not match "
+        "'^[a-z0-9_]+$'")
+
+
 def _compile_manifest(tmp: Path, onnx: str) -> Path:
     m = tmp / "models.yaml"
     m.write_text("target: rk3588\nmodels:\n  - name: m\n    type: rknn\n    compile:\n"
@@ -267,3 +280,8 @@ def test_negative_control_every_shipped_board_configures(board, tmp_path):
     for name, value in values.items():
         if name in kinds:
             grammar.check(name, value, kinds[name], "config.json", 1)
+
+
+def test_every_kind_is_documented():
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    assert [k for k in grammar.KINDS if f"| `{k}` |" not in text] == []
