@@ -253,6 +253,12 @@ def test_models_compile_source_onnx_is_confined(tmp_path):
     assert _one_error(_bounded("models", "--manifest", m)) == (
         f"error: {m}:3: model 'm': compile.source.onnx: path '../../../../etc/passwd' must be "
         f"relative to {tmp_path.name}/ without '..'")
+    (tmp_path / "link.onnx").symlink_to("/etc/passwd")
+    m = _compile_manifest(tmp_path, "link.onnx")
+    assert _one_error(_bounded("models", "--manifest", m)) == (
+        f"error: {m}:3: model 'm': compile.source.onnx: path 'link.onnx' leads out of "
+        f"{tmp_path.name}/ (through a symlink, to /etc/passwd); set "
+        "SEEDFW_ALLOW_OUTSIDE_PATHS=1 to allow it")
 
 
 def test_a_3_gib_sparse_onnx_is_refused_before_it_is_read(tmp_path):

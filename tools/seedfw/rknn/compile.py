@@ -149,7 +149,7 @@ def prepare(recipe: dict, where, field: str, log=None) -> dict[str, Path]:
 def onnx_source(entry: dict, manifest: Path, where, field: str, log=None,
                 allow_outside: bool = False) -> tuple[Path, dict]:
     """(ONNX path, provenance record) for an entry's compile.source. An `onnx:` file is confined
-    to the manifest's folder exactly as a `path:` is (seedfw.models.confined)."""
+    to the manifest's folder exactly as a `path:` is (seedfw.paths.confined)."""
     src = entry["compile"]["source"]
     kinds = [k for k in ("recipe", "wheel", "onnx") if k in src]
     if len(kinds) != 1:
@@ -164,9 +164,8 @@ def onnx_source(entry: dict, manifest: Path, where, field: str, log=None,
         path = wheels.member(src["wheel"], src["file"], where, f"{field}.source", log=log)
         return path, {"kind": "wheel", **wheels.sbom(src["wheel"], src["file"])}
     if "onnx" in src:
-        from ..models import confined
         try:
-            path = confined(manifest.parent, src["onnx"], where, field, allow_outside)
+            path = paths.confined(manifest.parent, src["onnx"], where, field, allow_outside)
         except SeedfwError as exc:
             raise SeedfwError(f"model '{entry['name']}': compile.source.onnx: {exc.message}",
                               where, field) from None
