@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from .errors import SeedfwError
 from .paths import ROOT
 
-# Refused in every string value, before its kind is looked at ($ also covers make functions).
-FORBIDDEN = {"$": "'$' (make/shell expansion)", "`": "a backquote (command substitution)",
-             ";": "';' (a command separator)", "\n": "a newline"}
+# Refused in every string value, before its kind is looked at: `$` (make variables and every
+# make function, shell expansion), backquotes (command substitution), `;` (a command separator),
+# newlines (a new make or shell line).
+FORBIDDEN = frozenset("$`;\n")
 
 _GRAMMAR_LINE = re.compile(r"^Grammar: (\S+)\s*$", re.M)
 MAX_LENGTH = 1024           # no string symbol needs more; a longer value is not a word
@@ -101,11 +102,11 @@ KINDS = {k.name: k for k in (
          f'shell-quoted words BR2_NAME=value, value [{_SAFE_SHOWN}]* or "[{_SAFE_SHOWN} ]*"',
          rf'BR2_[A-Za-z0-9_]+=(?:[{_SAFE}]*|"[{_SAFE} ]*")', "BR2_PACKAGE_HTOP=y",
          split="shell"),
+    # The characters only: the URL's form (scheme, host, port) is seedfw.ccache.check_remote's,
+    # whose message says what is wrong with it.
     Kind("ccache-remote", "a list of ccache remote storage URLs",
-         "space-separated redis://, redis+unix://, http:// or file:// URLs of "
-         f"[{_SAFE_SHOWN}[]] with |attribute=value",
-         rf"(?:redis|redis\+unix|http|file)://[\[\]{_SAFE}]*(?:\|[A-Za-z0-9_-]+=[{_SAFE}]*)*",
-         "redis://127.0.0.1:6390|connect-timeout=50", split="spaces"),
+         f"space-separated URL[|attribute=value] of [{_SAFE_SHOWN}[]|]",
+         rf"[\[\]|{_SAFE}]+", "redis://127.0.0.1:6390|connect-timeout=50", split="spaces"),
 )}
 
 
@@ -116,7 +117,8 @@ def declared(sym) -> str | None:
     node = sym.nodes[0]
     if len(names) > 1:
         raise SeedfwError(f"CONFIG_{sym.name} declares more than one grammar: "
-                          f"{', '.join(sorted(names))}", node.filename, f"line {node.linenr}")
+                          f"{', '.join(sorted(names))}", ROOT / node.filename,
+                          f"line {node.linenr}")
     return names.pop() if names else None
 
 
@@ -133,10 +135,11 @@ def kinds_of(kconf) -> dict[str, Kind]:
         if name is None:
             raise SeedfwError(f"string symbol CONFIG_{sym.name} declares no grammar (a "
                               "'Grammar: KIND' line in its help; docs/configuration.md)",
-                              node.filename, f"line {node.linenr}")
+                              ROOT / node.filename, f"line {node.linenr}")
         if name not in KINDS:
             raise SeedfwError(f"CONFIG_{sym.name}: unknown grammar '{name}' (known: "
-                              f"{', '.join(sorted(KINDS))})", node.filename, f"line {node.linenr}")
+                              f"{', '.join(sorted(KINDS))})", ROOT / node.filename,
+                              f"line {node.linenr}")
         out[sym.name] = KINDS[name]
     return out
 
@@ -145,8 +148,7 @@ def check(symbol: str, value: str, kind: Kind, file, line: int) -> None:
     """SeedfwError naming file:line and the symbol unless `value` is empty or of `kind`."""
     if value == "":
         return                   # empty means "not set / the default" for every string symbol
-    bad = next((c for c in value if c in FORBIDDEN), None)
-    if bad is not None or len(value) > MAX_LENGTH or not kind.accepts(value):
+    if FORBIDDEN.intersection(value) or len(value) > MAX_LENGTH or not kind.accepts(value):
         raise SeedfwError(f"CONFIG_{symbol}: {_shown(value)} is not {kind.what} "
                           f"({kind.shown})", file, f"line {line}")
 
