@@ -32,6 +32,8 @@ config OS_MODULES
 	  not have as a module is an error naming this option; one built into it is listed as
 	  built in and skipped.
 
+	  Grammar: module-list
+
 config OS_MODULES_EMULATION
 	string "Storage modules for the QEMU proof of this OS (virtio disk)"
 	default "virtio_blk"
@@ -42,6 +44,8 @@ config OS_MODULES_EMULATION
 	  emulated boot proved. On the board virtio_blk loads and binds to nothing (its bus,
 	  virtio-pci, is built into the kernel). Empty: left out (the QEMU proof then fails with
 	  the initramfs's line naming the missing module).
+
+	  Grammar: module-list
 
 config OS_MODULES_ALL
 	bool "Install the kernel's full module set into the rootfs"

@@ -59,7 +59,9 @@ def test_bad_extra_make_vars_stop_before_anything_runs(tmp_path):
     frag.write_text('CONFIG_TFA_EXTRA_MAKE_VARS="LOG_LEVEL=40 oops"\n')
     line = one_error_line(invoke("build", "--board", "rk3588", "--output", tmp_path / "out",
                                  "--fragment", frag))
-    assert line.endswith(".config: CONFIG_TFA_EXTRA_MAKE_VARS: 'oops' is not a VAR=value pair")
+    assert line == (f"error: {frag}:1: CONFIG_TFA_EXTRA_MAKE_VARS: \"LOG_LEVEL=40 oops\" is not a "
+                    "list of make variables (shell-quoted words NAME=value, NAME "
+                    "[A-Za-z_][A-Za-z0-9_]*, value [A-Za-z0-9_.,:/+@%=~- ]*)")
     assert not (tmp_path / "out" / "stamps").exists() or not any((tmp_path / "out" / "stamps").iterdir())
 
 

@@ -51,8 +51,11 @@ SCHEMA = {
         "tfa": {
             "type": "object", "required": ["platform", "targets"], "additionalProperties": False,
             "properties": {
-                "platform": {"type": "string"},
-                "targets": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                # Both become words of TF-A's make command line (PLAT=, goals): the grammar of
+                # CONFIG_TFA_PLATFORM (seedfw.config_grammar), never a make function.
+                "platform": {"type": "string", "pattern": "^[a-z0-9_]+$"},
+                "targets": {"type": "array", "items": {"type": "string",
+                                                       "pattern": "^[a-z0-9_]+$"}, "minItems": 1},
             },
         },
         "qemu": {

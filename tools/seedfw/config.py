@@ -9,7 +9,10 @@ symbol, so a later change to the defconfig or a fragment would silently never ta
 
 We parse assignments ourselves instead of kconfiglib's load_config so that every value keeps the
 file:line it came from (for --explain and for error messages), and so that an undefined symbol
-is an error rather than kconfiglib's ignorable warning.
+is an error rather than kconfiglib's ignorable warning. String values are checked against the
+grammar their symbol declares (seedfw.config_grammar) before anything uses them: a string
+becomes a make variable, a Buildroot defconfig line, a path or a word of the initramfs's
+/init, so `$(shell …)`, backquotes and `;` are refused here, naming file:line.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import kconfiglib
 
-from . import boards, util
+from . import boards, config_grammar as grammar, util
 from .errors import SeedfwError
 from .paths import CONFIG_DIR, KCONFIG, ROOT, output_dir
 
@@ -153,13 +156,17 @@ def resolve(board: str, output=None, fragments=(), strict: bool = False) -> Conf
     if user.is_file():
         sources.append(user)
     origins: dict[str, Assignment] = {}
+    kinds = grammar.kinds_of(kconf)         # every string symbol declares what it may hold
     for src in sources:
         for a in parse_fragment(src, kconf):
             sym = kconf.syms[a.symbol]
+            if a.symbol in kinds:               # refused where it was written, set or not
+                grammar.check(a.symbol, a.value, kinds[a.symbol], a.file, a.line)
             if not sym.set_value(a.value):
                 raise SeedfwError(f"invalid value '{a.value}' for CONFIG_{a.symbol} "
                                   f"({kconfiglib.TYPE_TO_STR[sym.orig_type]})", a.file, f"line {a.line}")
             origins[a.symbol] = a
+    grammar.check_resolved(kconf, kinds, origins)   # defaults too (named by their Kconfig line)
     warnings = _values_that_did_not_stick(kconf, origins)
     if strict and warnings:
         raise SeedfwError(warnings[0].split(": ", 2)[-1], *_split_where(warnings[0]))

@@ -26,7 +26,7 @@ from .errors import SeedfwError
 from .model_format import (  # noqa: F401  (re-exported: the manifest's checks)
     RKNN_ENCRYPTED, RKNN_MAGIC, RKNN_MAX_JSON, RKNN_PREFIX, RKNN_VERSIONS, RknnInfo, _onnx_producer,
     check_onnx, check_rknn, rknn_header_size)
-from .paths import ROOT
+from .paths import ROOT, confined  # noqa: F401  (the manifest's path rule; re-exported)
 from .util import sha256_bytes
 
 TYPES = ("rknn", "onnx", "raw")
@@ -134,26 +134,6 @@ def resolve_manifest(board, config_values: dict) -> Path | None:
     return (ROOT / rel) if not Path(rel).is_absolute() else Path(rel)
 
 
-def confined(folder: Path, rel: str, source, field, allow_outside: bool = False) -> Path:
-    """`rel` (a path written in a manifest) resolved inside `folder`: no absolute path, no
-    `..`, no symlink leading out of the folder — whatever a manifest names would be read,
-    hashed and embedded in a firmware image. `allow_outside` (invoke models --allow-outside,
-    or SEEDFW_ALLOW_OUTSIDE_PATHS=1 for builds) lifts the symlink rule only."""
-    import os
-    if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts or "\0" in rel:
-        raise SeedfwError(f"path '{rel}' must be relative to {folder.name}/ without '..'",
-                          source, field)
-    target = folder / rel
-    allow_outside = allow_outside or os.environ.get("SEEDFW_ALLOW_OUTSIDE_PATHS") == "1"
-    if not allow_outside:
-        real, base = target.resolve(), folder.resolve()
-        if real != base and base not in real.parents:
-            raise SeedfwError(f"path '{rel}' leads out of {folder.name}/ (through a symlink, to "
-                              f"{real}); set SEEDFW_ALLOW_OUTSIDE_PATHS=1 to allow it",
-                              source, field)
-    return target
-
-
 def load_manifest(path: str | Path, *, partition_size: int | None = None,
                   compress_default: bool = False, values: dict | None = None,
                   progress=print, log: Path | None = None,
@@ -185,7 +165,8 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                                   "manifest's 'target' (the NPU it is compiled for)", path, line)
             from .rknn import compile as rknn_compile
             compiled = rknn_compile.ensure(raw, values or {}, target, path, line,
-                                           progress=progress, log=log)
+                                           progress=progress, log=log,
+                                           allow_outside=allow_outside)
             blob_path = compiled.path
             shown = blob_path.name
         elif "path" in raw:
@@ -203,7 +184,7 @@ def load_manifest(path: str | Path, *, partition_size: int | None = None,
                               f"limit of {partition_size} bytes (0x{partition_size:x})",
                               path, line)
         try:
-            blob = reading.read_bytes(blob_path, "image")
+            blob = reading.read_bytes(blob_path, "model")     # capped before it is read
         except SeedfwError as exc:
             raise SeedfwError(f"model '{name}': cannot read {shown}: {exc.message}", path,
                               line) from None

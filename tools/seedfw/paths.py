@@ -106,3 +106,24 @@ def is_output_dir(outdir: Path) -> bool:
             marker.read_text() == MARKER_TEXT
     except (OSError, UnicodeDecodeError):
         return False
+
+
+def confined(folder: Path, rel: str, source, field, allow_outside: bool = False) -> Path:
+    """`rel` (a path written in a manifest) resolved inside `folder`: no absolute path, no
+    `..`, no symlink leading out of the folder — whatever a manifest names would be read,
+    hashed and embedded in a firmware image. Every path field of models.yaml goes through it
+    (`path:` in seedfw.models, `compile.source.onnx` in seedfw.rknn.compile). `allow_outside`
+    (invoke models --allow-outside, or SEEDFW_ALLOW_OUTSIDE_PATHS=1 for builds) lifts the
+    symlink rule only."""
+    if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts or "\0" in rel:
+        raise SeedfwError(f"path '{rel}' must be relative to {folder.name}/ without '..'",
+                          source, field)
+    target = folder / rel
+    allow_outside = allow_outside or os.environ.get("SEEDFW_ALLOW_OUTSIDE_PATHS") == "1"
+    if not allow_outside:
+        real, base = target.resolve(), folder.resolve()
+        if real != base and base not in real.parents:
+            raise SeedfwError(f"path '{rel}' leads out of {folder.name}/ (through a symlink, to "
+                              f"{real}); set SEEDFW_ALLOW_OUTSIDE_PATHS=1 to allow it",
+                              source, field)
+    return target

@@ -348,3 +348,9 @@ def escaped_name(raw) -> str:
     if len(out) > 1 and out[-1] == " ":
         out[-1] = "\\x20"
     return "".join(out)
+
+# Model blobs and ONNX sources (models.yaml `path:`, `compile.source.onnx`): they are read whole
+# (hashed, checked, embedded in a partition of at most 16 MiB), so a 3 GiB sparse file is refused
+# by size before a byte is read instead of ending in a MemoryError. 256 MiB leaves an FP32 ONNX
+# room to be four times its INT8 blob.
+SIZE_CAPS["model"] = 256 * MIB

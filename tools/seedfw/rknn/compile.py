@@ -147,8 +147,10 @@ def prepare(recipe: dict, where, field: str, log=None) -> dict[str, Path]:
     return {k: out / v for k, v in names.items() if (out / v).is_file()}
 
 
-def onnx_source(entry: dict, manifest: Path, where, field: str, log=None) -> tuple[Path, dict]:
-    """(ONNX path, provenance record) for an entry's compile.source."""
+def onnx_source(entry: dict, manifest: Path, where, field: str, log=None,
+                allow_outside: bool = False) -> tuple[Path, dict]:
+    """(ONNX path, provenance record) for an entry's compile.source. An `onnx:` file is confined
+    to the manifest's folder exactly as a `path:` is (seedfw.paths.confined)."""
     src = entry["compile"]["source"]
     kinds = [k for k in ("recipe", "wheel", "onnx") if k in src]
     if len(kinds) != 1:
@@ -163,7 +165,11 @@ def onnx_source(entry: dict, manifest: Path, where, field: str, log=None) -> tup
         path = wheels.member(src["wheel"], src["file"], where, f"{field}.source", log=log)
         return path, {"kind": "wheel", **wheels.sbom(src["wheel"], src["file"])}
     if "onnx" in src:
-        path = manifest.parent / src["onnx"]
+        try:
+            path = paths.confined(manifest.parent, src["onnx"], where, field, allow_outside)
+        except SeedfwError as exc:
+            raise SeedfwError(f"model '{entry['name']}': compile.source.onnx: {exc.message}",
+                              where, field) from None
         if not path.is_file():
             raise SeedfwError(f"model '{entry['name']}': {src['onnx']} does not exist", where,
                               f"{field}.source.onnx")
@@ -173,15 +179,20 @@ def onnx_source(entry: dict, manifest: Path, where, field: str, log=None) -> tup
 
 
 def ensure(entry: dict, values: dict, target: str, manifest: Path, field: str,
-           progress=print, log: Path | None = None) -> Compiled:
+           progress=print, log: Path | None = None, allow_outside: bool = False) -> Compiled:
     """The compiled model for one manifest entry: from the cache, else compiled now."""
     from .. import model_format as models       # the ONNX framing check lives there
+    from ..images import reading
     spec = entry["compile"]
     name = entry["name"]
     where = manifest
     cfg = settings(entry, values, where, field)
-    onnx, provenance = onnx_source(entry, manifest, where, field, log)
-    onnx_bytes = onnx.read_bytes()
+    onnx, provenance = onnx_source(entry, manifest, where, field, log, allow_outside)
+    try:                          # regular file, size cap before a byte is read (reading.py)
+        onnx_bytes = reading.read_bytes(onnx, "model")
+    except SeedfwError as exc:
+        raise SeedfwError(f"model '{name}': cannot read {onnx.name}: {exc.message}", where,
+                          field) from None
     models.check_onnx(onnx_bytes, onnx)
     inputs = prepare(spec.get("calibration") or spec["source"], where, f"{field}.calibration", log)
     if spec["metric"] == "top1" and "labels" not in inputs:
