@@ -59,7 +59,7 @@ def test_a_new_output_directory_restores_every_stored_step(fixture, request, tmp
     ran = {s for s, a in actions.items() if a == "ran"}
     assert ran <= set(NOT_STORED), sorted(ran - set(NOT_STORED))
     restored = [s for s, a in actions.items() if a == "restored"]
-    assert len(restored) >= 0.6 * len(actions) and restored, actions
+    assert restored and set(restored) == set(actions) - set(NOT_STORED), actions
     assert _artifacts(out) == _artifacts(first.outdir)
     # what the user reads: a "restored" line for each, and the summary says so
     for s in restored:
@@ -73,7 +73,7 @@ def test_a_new_output_directory_restores_every_stored_step(fixture, request, tmp
         assert f"=== step {s} (stamp " in text and "from the local artifact store; nothing ran" \
             in text.split(f"=== step {s} (stamp ")[1].splitlines()[0], (s, package)
     if "uboot.build" in actions:
-        assert "compiled build reused from the cache" in (out / "logs" / "uboot.log").read_text()
+        assert "compiled build reused from the cache" in proc.stdout      # no make ran
 
 
 # ---- every kind of input, flipped one at a time, misses ----------------------------------------
