@@ -66,14 +66,14 @@ def _doctor(quiet: bool, configs=None) -> None:
         print(f"missing Python package {module} ({why}): pip install '{req}' or 'invoke setup'")
     if errors:
         raise SeedfwError(errors[0])
-    if py_missing:
-        reqs = " ".join(shlex.quote(req) for _m, req, _w in py_missing)
-        raise SeedfwError(f"{len(py_missing)} Python package(s) missing; run: invoke setup, or "
-                          f"{shlex.quote(sys.executable)} -m pip install {reqs}")
     if missing:
         raise SeedfwError(f"{sum(not ch.ok for ch in checks)} host program(s)/file(s) missing, from "
                           f"package(s) {', '.join(missing)}; run as root: apt-get update && "
                           f"{shlex.join(host.install_command(missing))}")
+    if py_missing:
+        reqs = " ".join(shlex.quote(req) for _m, req, _w in py_missing)
+        raise SeedfwError(f"{len(py_missing)} Python package(s) missing; run: invoke setup, or "
+                          f"{shlex.quote(sys.executable)} -m pip install {reqs}")
     if not rknn_ok:
         raise SeedfwError(rknn_line.split(None, 1)[1])
     print(f"doctor: all {len(checks)} host programs and files present, the Python extras "
