@@ -183,7 +183,7 @@ def setup(update: bool = True) -> list[str]:
 # requirement of the pyproject extras except 'test' (which the README's first command installs
 # itself). `invoke setup` installs the missing ones with pip and `invoke doctor` fails on them, so
 # the README's `invoke test` finds them on a fresh machine — issue 27: the docs tests errored there
-# because only CI installed the 'docs' extra. tests/test_host.py checks this list against
+# because only CI installed the 'docs' extra. tests/test_fresh_machine.py checks this list against
 # pyproject.toml. (module, requirement, why)
 PY_NEEDS = [
     ("atheris", "atheris>=2.3,<4", "fuzz: Python reader campaigns (invoke fuzz --target py-*), "
