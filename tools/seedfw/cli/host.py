@@ -15,7 +15,7 @@ __all__ = ["doctor", "setup", "test"]
 
 @command(help={"no_update": "skip 'apt-get update' before installing"})
 def setup(c, no_update=False):
-    """Install the host packages with apt and the Python extras with pip, then run the doctor.
+    """Install apt packages and Python extras, then run the doctor.
 
     Install the host packages (cross-compilers, QEMU, dtc, mkimage, lz4, clang) with apt, the
     Python extras the tasks and the tests use (docs, fuzz) with pip, the rknn venv, then run the
