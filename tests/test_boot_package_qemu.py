@@ -16,7 +16,7 @@ PREFIXES = ("pkg:", "dvfs", "model ", "firmware ", "fdt ")
 
 
 def boot(outdir, log_name):
-    return qemu.run(boards.get("qemu-aarch64"), outdir, timeout=30, echo=lambda s: None,
+    return qemu.run(boards.get("qemu-aarch64"), outdir, timeout=120, echo=lambda s: None,
                     log=outdir / "logs" / log_name)
 
 

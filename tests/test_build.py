@@ -190,7 +190,7 @@ def test_tfa_build_log_and_no_build_paths_in_the_image(rk3588_build):
 @pytest.mark.slow
 def test_qemu_chain_boots_to_the_payload_banner(qemu_aarch64_build):
     board = boards.get("qemu-aarch64")
-    result = qemu.run(board, qemu_aarch64_build.outdir, timeout=30, echo=lambda s: None)
+    result = qemu.run(board, qemu_aarch64_build.outdir, timeout=120, echo=lambda s: None)
     build_id = json.loads((qemu_aarch64_build.outdir / "manifest.json").read_text())["build_id"]
     banner = f"seedfw payload {__version__} build {build_id} on qemu-aarch64"
     assert banner in result.lines, result.lines
@@ -223,13 +223,15 @@ def test_start_with_extra_args_gives_a_waiting_gdb_stub(qemu_aarch64_build):
     proc = qemu_cmd.start(qemu_cmd.command(board, qemu_aarch64_build.outdir, "firmware",
                                            gdb=port, halted=True), board)
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while True:
             try:
                 conn = socket.create_connection(("127.0.0.1", port), timeout=1)
                 break
             except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None
+                assert proc.poll() is None, "QEMU exited before its GDB stub listened"
+                assert time.monotonic() < deadline, \
+                    f"host deadline: QEMU's GDB stub did not listen on {port} within 60 s"
                 time.sleep(0.05)
         conn.sendall(b"$?#3f")                      # "why did you stop?" — halted at reset
         reply = b""
@@ -247,7 +249,7 @@ def test_start_with_extra_args_gives_a_waiting_gdb_stub(qemu_aarch64_build):
 @pytest.mark.slow
 def test_invoke_run_streams_the_banner(qemu_aarch64_build):
     proc = invoke("run", "--board", "qemu-aarch64", "--output", qemu_aarch64_build.outdir,
-                  "--timeout", "30")
+                  "--timeout", "120")
     assert proc.returncode == 0, proc.stderr
     assert any(l.startswith("seedfw payload ") for l in proc.stdout.splitlines())
 
@@ -259,7 +261,10 @@ def test_second_build_runs_no_compiler(rk3588_build, qemu_aarch64_build):
         records = steps(first.outdir)
         assert records and all(r["action"] == "skipped" for r in records), records
         assert not COMPILING_STEPS & set(again.ran)
-        assert again.seconds < 1.0, again.seconds
+        # A host-time bound (a budget, not the proof: the proof is above, nothing ran): 0.2-0.5 s
+        # here; 5 s leaves a loaded machine room and still catches a no-op that re-hashes trees.
+        assert again.seconds < 5.0, \
+            f"host bound: the no-op rebuild of {first.board} took {again.seconds:.2f} s (over 5 s)"
 
 
 @pytest.mark.slow
@@ -349,7 +354,7 @@ def test_invoke_run_mps2_stops_at_the_boards_ready_line(mps2_build):
     """The MCU never powers off: the run succeeds at board.yaml's qemu.ready line (the stats block)."""
     out = mps2_build.outdir
     build_id = json.loads((out / "manifest.json").read_text())["build_id"]
-    proc = invoke("run", "--board", "mps2-an385", "--output", out, "--timeout", "30")
+    proc = invoke("run", "--board", "mps2-an385", "--output", out, "--timeout", "120")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert f"seedfw mcu 0.1.0 build {build_id} on mps2-an385" in lines

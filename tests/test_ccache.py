@@ -48,12 +48,14 @@ class Redis:
         self.proc = subprocess.Popen([REDIS, "--bind", "127.0.0.1", "--port", str(self.port),
                                       "--save", "", "--appendonly", "no", "--dir", str(workdir)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
+        deadline = time.monotonic() + 60        # an event (it answers), generously bounded
+        while time.monotonic() < deadline and self.proc.poll() is None:
             if ccache.probe(self.url) is None:
                 return
             time.sleep(0.05)
         self.stop()
-        pytest.fail("redis-server did not answer")
+        pytest.fail(f"redis-server did not answer on {self.url} within 60 s (host deadline)"
+                    if self.proc.poll() is None else "redis-server exited at start")
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)

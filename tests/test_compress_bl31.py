@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,18 +77,36 @@ def poweroff_bl33(d: Path) -> Path:
     return d / "off.bin"
 
 
-def boot(bios: Path, timeout: float) -> tuple[int | None, str]:
+def boot(bios: Path, timeout: float, hang_after: str | None = None,
+         grace: float = 5.0) -> tuple[int | None, str]:
+    """Boot `bios` on QEMU; (exit code, or None when it had to be killed; the UART output).
+
+    `timeout` is a host deadline, generous (the boot takes about a second of TCG). With
+    `hang_after` (a negative control that must hang): wait for that text, an event, within
+    `timeout`, then give the guest `grace` more seconds (BL31's banner follows BL1's hand-over
+    within milliseconds: a wide margin) before killing it."""
     p = subprocess.Popen(["qemu-system-aarch64", "-nographic", "-machine", "virt,secure=on",
                           "-cpu", "cortex-a57", "-smp", "1", "-m", "1024", "-bios", bios,
                           "-monitor", "none", "-serial", "stdio", "-nic", "none"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(p.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while hang_after and p.poll() is None and time.monotonic() < deadline:
+        if any(hang_after in line for line in list(seen)):
+            deadline = time.monotonic() + grace
+            break
+        time.sleep(0.05)
     try:
-        out, _ = p.communicate(timeout=timeout)
-        return p.returncode, out
+        p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        rc = p.returncode
     except subprocess.TimeoutExpired:
         p.kill()
-        out, _ = p.communicate()
-        return None, out
+        p.wait()
+        rc = None
+    reader.join(10)
+    return rc, "".join(seen)
 
 
 @pytest.mark.slow
@@ -110,7 +130,8 @@ def test_qemu_boots_with_compressed_bl31_rodata(tfa_tree, tmp_path):
     bl33 = poweroff_bl33(tmp_path)
     make(tfa_tree, "PLAT=qemu", f"BUILD_BASE={base}", f"BL33={bl33}", f"BL31={packed}", "all",
          "fip", log=log)
-    rc, out = boot(rel / "qemu_fw.bios", 30)
+    rc, out = boot(rel / "qemu_fw.bios", 300)
+    assert rc is not None, "host deadline: QEMU did not power off within 300 s:\n" + out
     assert "NOTICE:  BL31: v2.12.1(release)" in out, out
     assert rc == 0, out
 
@@ -122,8 +143,9 @@ def test_qemu_boots_with_compressed_bl31_rodata(tfa_tree, tmp_path):
     base2 = tmp_path / "build-bad"
     make(tfa_tree, "PLAT=qemu", f"BUILD_BASE={base2}", f"BL33={bl33}", f"BL31={badbin}", "all",
          "fip", log=log)
-    rc, out = boot(base2 / "qemu" / "release" / "qemu_fw.bios", 4)
-    assert "BL1: Booting BL31" in out and "BL31: v2.12.1" not in out and rc is None, out
+    rc, out = boot(base2 / "qemu" / "release" / "qemu_fw.bios", 300, hang_after="BL1: Booting BL31")
+    assert "BL1: Booting BL31" in out, "host deadline: BL1 did not hand over within 300 s:\n" + out
+    assert "BL31: v2.12.1" not in out and rc is None, out
 
 
 @pytest.mark.slow

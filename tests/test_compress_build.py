@@ -122,7 +122,7 @@ def test_manifest_roles(tmp_path):
 # ---- slow: the real builds ---------------------------------------------------------------------
 
 def boot_lines(result) -> list[str]:
-    run = qemu.run(boards.get("qemu-aarch64"), result.outdir, timeout=30, echo=lambda s: None)
+    run = qemu.run(boards.get("qemu-aarch64"), result.outdir, timeout=120, echo=lambda s: None)
     assert run.returncode == 0, run.lines
     return run.lines
 
@@ -178,7 +178,7 @@ def test_corrupt_payload_container_stops_before_main(qemu_aarch64_build, tmp_pat
     shutil.copytree(result.outdir, tmp_path / "out", symlinks=True)
     (tmp_path / "out" / "images" / "bl33.bin").write_bytes(bytes(bl33))
     builds.rebuild_disk(tmp_path / "out")
-    run = qemu.run(boards.get("qemu-aarch64"), tmp_path / "out", timeout=30, echo=lambda s: None)
+    run = qemu.run(boards.get("qemu-aarch64"), tmp_path / "out", timeout=120, echo=lambda s: None)
     assert any(l.startswith("lz4: .rodata expand failure fffffff") for l in run.lines), run.lines
     assert not any(l.startswith("seedfw payload ") for l in run.lines), run.lines
 

@@ -38,7 +38,9 @@ def lines_until(proc: subprocess.Popen, needle: str, timeout: float = 60) -> lis
         if needle in line:
             return seen
     proc.kill()
-    pytest.fail(f"no line with {needle!r} in:\n" + "\n".join(seen))
+    why = (f"host deadline: no line with {needle!r} within {timeout:g} s"
+           if time.monotonic() >= deadline else f"the process ended without a line with {needle!r}")
+    pytest.fail(f"{why}; it printed:\n" + "\n".join(seen))
 
 
 def image_hashes(outdir: Path) -> dict[str, str]:

@@ -158,13 +158,14 @@ SEARCH = """(async () => {
   box.focus(); box.value = %s;
   box.dispatchEvent(new Event('input', {bubbles: true}));
   box.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true}));
-  for (let i = 0; i < 60; i++) {
+  // Until the search worker answers (an event), bounded by a generous 90 s that says so.
+  for (let i = 0; i < 450; i++) {
     await new Promise(r => setTimeout(r, 200));
     const hits = [...document.querySelectorAll('.md-search-result__item a')].map(a => a.href);
     const meta = document.querySelector('.md-search-result__meta').textContent;
     if (hits.length || /No matching/.test(meta)) return {hits, meta};
   }
-  return {hits: [], meta: 'timeout'};
+  return {hits: [], meta: 'host deadline: no search result within 90 s'};
 })()"""
 
 

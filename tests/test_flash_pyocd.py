@@ -109,7 +109,7 @@ def test_pyocd_cli_flash_breakpoint_and_step(mcu, board):
     from pyocd.core.helpers import ConnectHelper
     from pyocd.core.target import Target
 
-    from seedfw.run.bench import QemuGdbTarget
+    from seedfw.run.bench import EMULATED_WAIT, QemuGdbTarget
 
     with open(mcu / "mcu.elf", "rb") as f:
         main = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name("main")[0]["st_value"] & ~1
@@ -125,20 +125,22 @@ def test_pyocd_cli_flash_breakpoint_and_step(mcu, board):
             t.reset_and_halt()
             t.set_breakpoint(main)
             t.resume()
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + EMULATED_WAIT
             while t.get_state() != Target.State.HALTED and time.monotonic() < deadline:
                 time.sleep(0.01)
-            assert t.get_state() == Target.State.HALTED
+            assert t.get_state() == Target.State.HALTED, \
+                f"host deadline: the core did not halt at main within {EMULATED_WAIT:g} s"
             assert t.read_core_register("pc") == main
             t.step()
             assert t.read_core_register("pc") != main
             t.remove_breakpoint(main)
             t.resume()
         # The breakpoint stopped the second boot before the banner; once resumed it prints again.
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + EMULATED_WAIT
         while q.uart().count(BANNER) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert q.uart().count(BANNER) == 2
+        assert q.uart().count(BANNER) == 2, \
+            f"host deadline: no second banner within {EMULATED_WAIT:g} s:\n{q.uart()}"
 
 
 @pytest.mark.slow

@@ -73,7 +73,7 @@ def test_invoke_flash_programs_the_secure_flash_and_run_boots_from_it(qemu_aarch
     assert record["drive_sha256"] == hashlib.sha256(data).hexdigest()
 
     # the next run boots from the drive (not -bios), through BL1 to the payload
-    run = invoke("run", "--board", "qemu-aarch64", "--output", out, "--timeout", "30")
+    run = invoke("run", "--board", "qemu-aarch64", "--output", out, "--timeout", "120")
     assert run.returncode == 0, run.stderr
     log = (out / "logs" / "run.log").read_text()
     cmdline = log.splitlines()[0]

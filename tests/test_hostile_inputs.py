@@ -505,7 +505,8 @@ def test_hostile(name, samples, tmp_path):
     run = hostile.invoke_bounded(*args, timeout=TIME_BOUND * 3)
     assert "Traceback" not in run.stderr, run.stderr
     assert run.returncode == rc, run.stdout + run.stderr
-    assert run.seconds <= TIME_BOUND, run.seconds
+    # A bound of the (wall time, the CLI's start-up included), not a race: say it is one.
+    assert run.seconds <= TIME_BOUND, f"host bound: {name} took {run.seconds:.1f} s (over {TIME_BOUND:g} s)"
     assert run.max_rss_mib <= RSS_BOUND_MIB, run.max_rss_mib
     errors = hostile.error_lines(run)
     if rc:

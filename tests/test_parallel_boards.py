@@ -104,7 +104,8 @@ def test_a_waiting_step_notices_the_group_interrupt(tmp_path):
         stopper.start()
         started = time.monotonic()
         assert js.acquire(lambda: js.cancelled) is None
-        assert time.monotonic() - started < 2
+        waited = time.monotonic() - started      # the interrupt comes at 0.3 s
+        assert waited < 10, f"host bound: the waiting step noticed the interrupt after {waited:.1f} s"
         js.release(token)
 
 

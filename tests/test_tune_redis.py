@@ -35,15 +35,17 @@ def redis_url(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     import redis
     client = redis.Redis(host="127.0.0.1", port=port)
-    for _ in range(100):
+    deadline = time.monotonic() + 60            # an event (it answers), generously bounded
+    while True:
         try:
             client.ping()
             break
         except redis.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.terminate()
+                pytest.fail(f"redis-server did not answer on port {port} within 60 s (host "
+                            "deadline)" if proc.poll() is None else "redis-server exited at start")
             time.sleep(0.05)
-    else:
-        proc.terminate()
-        pytest.fail("redis-server did not answer")
     yield f"redis://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(10)

@@ -197,7 +197,7 @@ def test_allow_missing_blobs_is_non_functional_everywhere(tmp_path):
 def _boot(outdir, log_name):
     from seedfw import boards
     from seedfw.run import payload as qemu
-    return qemu.run(boards.get("qemu-aarch64"), outdir, timeout=30, echo=lambda s: None,
+    return qemu.run(boards.get("qemu-aarch64"), outdir, timeout=120, echo=lambda s: None,
                     log=outdir / "logs" / log_name)
 
 

@@ -179,12 +179,17 @@ def setup(update: bool = True) -> list[str]:
     return missing
 
 
-# Python packages outside the core dependencies that a task needs (pyproject extras): `invoke
-# setup` installs the missing ones with pip, `invoke doctor` lists them. (module, requirement,
-# why)
+# Python packages outside the core dependencies that a task or the test suite needs: every
+# requirement of the pyproject extras except 'test' (which the README's first command installs
+# itself). `invoke setup` installs the missing ones with pip and `invoke doctor` fails on them, so
+# the README's `invoke test` finds them on a fresh machine — issue 27: the docs tests errored there
+# because only CI installed the 'docs' extra. tests/test_fresh_machine.py checks this list against
+# pyproject.toml. (module, requirement, why)
 PY_NEEDS = [
     ("atheris", "atheris>=2.3,<4", "fuzz: Python reader campaigns (invoke fuzz --target py-*), "
                                    "pyproject extra 'fuzz'"),
+    ("mkdocs", "mkdocs>=1.6,<2", "docs: invoke docs and tests/test_docs.py, pyproject extra 'docs'"),
+    ("material", "mkdocs-material>=9.5,<10", "docs: the manual's theme, pyproject extra 'docs'"),
 ]
 
 

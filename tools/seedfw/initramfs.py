@@ -24,7 +24,8 @@ missing from the initramfs is named); wait up to OS_ROOT_WAIT seconds for a part
 entry (read with `od` from the disk's partition array) carries that unique GUID; mount it
 ext4, move /dev into it, `switch_root` to its /sbin/init. When the partition never appears it
 says so in one line that names the modules missing from the initramfs, and exits (the kernel
-then panics; `panic=-1` reboots).
+then panics; `panic=-1` reboots). That line and the one after it go through /dev/kmsg, so the
+panic cannot swallow them (see `say` in the script).
 
 Step os.initramfs (after buildroot.build and os.modules). Kconfig symbols read: OS_ROOT_EXT4,
 OS_ROOT_WAIT.
@@ -40,7 +41,7 @@ from pathlib import Path
 from . import util
 from .errors import SeedfwError
 
-VERSION = "1"
+VERSION = "2"           # 2: the last words before the panic go through /dev/kmsg
 NAME = "initramfs.cpio"
 # What /init runs besides shell built-ins; each must be a BusyBox applet of the rootfs's BusyBox.
 APPLETS = ("sh", "mount", "umount", "cat", "od", "dd", "insmod", "sleep", "readlink", "mkdir",
@@ -178,7 +179,13 @@ def init_script(modules: list[str], wait: int) -> str:
 _INIT_BODY = r'''mount -t devtmpfs devtmpfs /dev
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
-fail() { echo "init: $*"; echo "init: not booting; exiting (the kernel panics)"; exit 1; }
+# The last words before `exit` (which panics the kernel at once) go to the kernel log, which the
+# kernel writes to the console itself and flushes when it panics. Not plain echo: after a second
+# of silence the serial port is runtime-suspended, so a tty write only queues the bytes for a
+# kernel worker that resumes the port; the panic stops that worker, and on a loaded host (QEMU's
+# vCPU threads descheduled) it had not run yet: the line was lost (issue 27).
+say() { { echo "<3>init: $*" > /dev/kmsg; } 2>/dev/null || echo "init: $*"; }
+fail() { say "$*"; say "not booting; exiting (the kernel panics)"; exit 1; }
 root= mode=ro init=/sbin/init
 for a in $(cat /proc/cmdline); do
 	case "$a" in
@@ -214,6 +221,8 @@ find_root() {
 	done
 	return 1
 }
+# Counted in tries one (guest) second apart, not read from a clock: the verdict is the same however
+# slowly the host emulates each scan.
 i=0
 until dev=$(find_root); do
 	i=$((i + 1))

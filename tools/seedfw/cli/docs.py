@@ -32,8 +32,8 @@ def docs(c, check=False, serve=False, port=8000):
     into docs/reference/ by tools/seedfw/docsgen.py on every build."""
     # The theme too: mkdocs alone would fail later, and less clearly.
     if not all(importlib.util.find_spec(m) for m in ("mkdocs", "material")):
-        raise SeedfwError("mkdocs-material is not installed (run: python3 -m pip install -e "
-                          "'.[docs]')", ROOT / "pyproject.toml", "docs")
+        raise SeedfwError("mkdocs-material is not installed (run: invoke setup, or python3 -m pip "
+                          "install -e '.[docs]')", ROOT / "pyproject.toml", "docs")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools"),
                                                         os.environ.get("PYTHONPATH")])))

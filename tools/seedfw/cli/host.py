@@ -15,10 +15,11 @@ __all__ = ["doctor", "setup", "test"]
 
 @command(help={"no_update": "skip 'apt-get update' before installing"})
 def setup(c, no_update=False):
-    """Install the host packages with apt, then run the doctor.
+    """Install apt packages and Python extras, then run the doctor.
 
-    Install the host packages (cross-compilers, QEMU, dtc, mkimage, lz4, clang) with apt, then
-    run the doctor."""
+    Install the host packages (cross-compilers, QEMU, dtc, mkimage, lz4, clang) with apt, the
+    Python extras the tasks and the tests use (docs, fuzz) with pip, the rknn venv, then run the
+    doctor."""
     installed = host.setup(update=not no_update)
     print(f"installed: {' '.join(installed)}" if installed else "host packages: all present")
     py = host.setup_python()
@@ -64,7 +65,8 @@ def _doctor(quiet: bool, configs=None) -> None:
     rknn_ok, rknn_line = venv.doctor_line()
     if not quiet or not rknn_ok:
         print(rknn_line)
-    for module, req, why in host.missing_python():
+    py_missing = host.missing_python()
+    for module, req, why in py_missing:
         print(f"missing Python package {module} ({why}): pip install '{req}' or 'invoke setup'")
     if errors:
         raise SeedfwError(errors[0])
@@ -72,9 +74,14 @@ def _doctor(quiet: bool, configs=None) -> None:
         raise SeedfwError(f"{sum(not ch.ok for ch in checks)} host program(s)/file(s) missing, from "
                           f"package(s) {', '.join(missing)}; run as root: apt-get update && "
                           f"{shlex.join(host.install_command(missing))}")
+    if py_missing:
+        reqs = " ".join(shlex.quote(req) for _m, req, _w in py_missing)
+        raise SeedfwError(f"{len(py_missing)} Python package(s) missing; run: invoke setup, or "
+                          f"{shlex.quote(sys.executable)} -m pip install {reqs}")
     if not rknn_ok:
         raise SeedfwError(rknn_line.split(None, 1)[1])
-    print(f"doctor: all {len(checks)} host programs and files present, and the rknn venv")
+    print(f"doctor: all {len(checks)} host programs and files present, the Python extras "
+          f"({', '.join(m for m, _r, _w in host.PY_NEEDS)}) and the rknn venv")
 
 
 @command(help={"fast": "skip the slow end-to-end tests (real builds, QEMU boots)",
@@ -84,7 +91,9 @@ def test(c, fast=False, k=None, x=False):
     """Run the test suite; --fast skips the slow tests.
 
     Run the test suite (pytest); --fast skips the slow end-to-end tests."""
-    args = [sys.executable, "-m", "pytest"]
+    # The 30 slowest tests, every run (CI's log and a user's terminal alike): where the suite's
+    # time goes is read from there when it nears its budget (issue 27).
+    args = [sys.executable, "-m", "pytest", "--durations=30"]
     if fast:
         args += ["-m", "not slow"]
     if k:

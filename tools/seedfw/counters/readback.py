@@ -43,7 +43,7 @@ def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
         if flash_first or qemu is not None:
             runner_class("pyocd").from_board(b, uid, target=target, log=lambda *_: None).flash(elf)
         if qemu is not None:
-            qemu.wait_uart("stats:", timeout=5.0)       # the pump of seedfw.run.bench
+            qemu.wait_uart("stats:")       # the pump of seedfw.run.bench
         session = ConnectHelper.session_with_chosen_probe(unique_id=uid, target_override=target,
                                                           blocking=False, options={"connect_mode": "attach"})
         if session is None:

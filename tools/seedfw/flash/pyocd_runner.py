@@ -63,7 +63,7 @@ class PyocdRunner(FlashRunner):
         with reach_probe(board, args.get("probe"), args.get("bench")) as (uid, bench_target, qemu):
             yield cls(board, uid, log=log, target=args.get("target") or bench_target)
             if qemu is not None:
-                log("uart: " + qemu.wait_line(r"\S", timeout=5.0).strip())
+                log("uart: " + qemu.wait_line(r"\S").strip())
 
     def __init__(self, board, probe_uid=None, log=print, target: str | None = None, options=None):
         super().__init__(board, probe_uid, log)

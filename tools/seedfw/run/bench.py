@@ -19,6 +19,11 @@ from ..errors import SeedfwError
 from . import qemu
 from .uart import Uart
 
+# How long to wait for an emulated board's event (its GDB stub listening, a UART line). These are
+# waits for an event, so a generous bound costs nothing when the event comes; it only has to
+# outlast a loaded host (QEMU's threads descheduled), where 5 s did not always (issue 27).
+EMULATED_WAIT = 30.0
+
 
 def free_port() -> int:
     """An ephemeral loopback port (the OS picks it; the tiny reuse race is retried by the caller)."""
@@ -61,7 +66,7 @@ class QemuGdbTarget:
             self.stop()
         raise SeedfwError("QEMU did not open its GDB stub", self.board.dir / "board.yaml", "qemu")
 
-    def _wait_listening(self, timeout: float = 5.0) -> bool:
+    def _wait_listening(self, timeout: float = EMULATED_WAIT) -> bool:
         # Look for the listening socket without connecting: a gdbstub connection pauses the guest.
         deadline = time.monotonic() + timeout
         needle = f":{self.port:04X} 00000000:0000 0A"
@@ -77,12 +82,12 @@ class QemuGdbTarget:
     def uart(self) -> str:
         return self._uart.text() if self._uart else ""
 
-    def wait_uart(self, text: str, timeout: float = 5.0) -> str:
+    def wait_uart(self, text: str, timeout: float = EMULATED_WAIT) -> str:
         if self._uart is not None and self._uart.wait_text(text, timeout):
             return self.uart()
         raise SeedfwError(f"'{text}' did not appear on the UART within {timeout} s", self.uart_log, "uart")
 
-    def wait_line(self, pattern: str, timeout: float = 5.0) -> str:
+    def wait_line(self, pattern: str, timeout: float = EMULATED_WAIT) -> str:
         """The first whole UART line matching `pattern`."""
         line = self._uart.wait_line(pattern, timeout) if self._uart else None
         if line is None:
