@@ -78,6 +78,8 @@ NEEDS: list[Need] = [
     Need("rkdeveloptool", "rkdeveloptool", "flash: RK3588 in maskrom (rockusb)"),
     # Search
     Need("redis-server", "redis-server", "tune: Redis journal backend shared by several workers"),
+    Need("docker-registry", "docker-registry", "test/bench: an OCI registry on loopback for the "
+         "artifact store's remote (tests/test_artifact_remote.py, bench/artifact_cache.py)"),
     # Sources
     Need("apt-get", "apt", "fetch: Debian source packages through a private apt state"),
     Need("dpkg-deb", "dpkg", "fetch: pinned Debian binary packages"),
@@ -190,6 +192,8 @@ PY_NEEDS = [
                                    "pyproject extra 'fuzz'"),
     ("mkdocs", "mkdocs>=1.6,<2", "docs: invoke docs and tests/test_docs.py, pyproject extra 'docs'"),
     ("material", "mkdocs-material>=9.5,<10", "docs: the manual's theme, pyproject extra 'docs'"),
+    ("oras", "oras>=0.2.38,<0.3", "cache: the artifact store's OCI remote (SEEDFW_CACHE_REMOTE), "
+                                  "pyproject extra 'cache'"),
 ]
 
 
