@@ -225,9 +225,12 @@ class TfaPart(Part):
                       package=self.name),
             # Order-only after the fetch: the extract's inputs already are the pins, so a re-fetch
             # of identical (verified) bytes, or another cache directory, does not re-extract.
+            # cache=False: the step's product is the whole source tree, of which the declared
+            # output (Makefile) is only the marker; a restore from the artifact store would
+            # bring back the marker alone and tfa.build would run make in an empty tree.
             plan.Step("tfa.extract", extract, after=("tfa.fetch",), inputs=extract_inputs,
                       version=self.EXTRACT_VERSION, package=self.name,
-                      outputs=(tree / "Makefile",)),
+                      outputs=(tree / "Makefile",), cache=False),
         ]
         if not self.compress(ctx):
             return steps + [plan.Step("tfa.build", build, deps=("tfa.extract",), needs=bl33,
