@@ -319,6 +319,8 @@ class TfaPart(Part):
         s = cstage.settings(ctx.values, cfg)
         cstage.check_sections(s, (".rodata",), "TF-A BL31", cfg)
         if s.dict_source == "resident":
+            # A safety net: Kconfig hides the member (COMPRESS_DICT_RESIDENT depends on
+            # !TFA_COMPRESS_RODATA), so only a hand-edited .config gets here.
             raise SeedfwError("BL31 has no resident dictionary (its decoder runs before anything "
                               "else is in memory): choose none, trained or file", cfg,
                               "CONFIG_COMPRESS_DICT_RESIDENT")

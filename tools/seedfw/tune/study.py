@@ -184,8 +184,9 @@ def _one(study, trial, values, objectives, run_trial, config_key) -> str:
         if twin is not None:
             trial.set_user_attr("same_as", twin.number)
             study.tell(trial, twin.values)
-            return (f"same configuration as #{twin.number} (parameters without effect differ): "
-                    "its objectives, not rebuilt")
+            why = ("the same parameters" if twin.params == trial.params
+                   else "parameters without effect differ")
+            return f"same configuration as #{twin.number} ({why}): its objectives, not rebuilt"
     result = run_trial(trial.number, values)
     for name, value in result.attrs().items():
         trial.set_user_attr(name, value)
