@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""seedfw tune feasibility: a real `invoke tune` study, and how many of its trials the build refused.
+"""seedfw tune feasibility: a real `invoke tune` study, and how many trials the build refused.
 
 Runs `invoke tune --board qemu-aarch64 --trials N --sampler S --seed K` (defaults 20, tpe, 1) as a
 user would, in a scratch output directory: every trial is a real incremental build plus a

@@ -70,7 +70,8 @@ def test_sampled_configurations_all_stick(tmp_path, sampler):
     n = 500 if sampler == "random" else 80         # TPE's cost grows with the trials
     seen = collections.Counter()
     for names, values in _samples(sp, n, smp):
-        cfg = _resolve_strict(tmp_path, base, params, values)        # raises on a value that did not stick
+        # strict: raises on a value that did not stick
+        cfg = _resolve_strict(tmp_path, base, params, values)
         assert space.current_values(cfg.kconf, [p for p in params if p.name in values]) == values
         assert space.trial_values(names) == values
         if values.get("TFA_COMPRESS_RODATA") == "y":
@@ -90,7 +91,8 @@ def test_kconfig_refuses_the_resident_dictionary_for_bl31(tmp_path):
     frag.write_text("CONFIG_TFA_COMPRESS_RODATA=y\nCONFIG_COMPRESS_DICT_RESIDENT=y\n")
     cfg = config.resolve(BOARD, tmp_path / "out", [frag])
     assert cfg.warnings == [f"{frag}:2: CONFIG_COMPRESS_DICT_RESIDENT was assigned 'y' but got "
-                            "'n' (depends on !TFA_COMPRESS_RODATA && <choice COMPRESS_DICT_SOURCE>)"]
+                            "'n' (depends on !TFA_COMPRESS_RODATA && "
+                            "<choice COMPRESS_DICT_SOURCE>)"]
     assert cfg.values["COMPRESS_DICT_TRAINED"]            # the choice's default instead
     with pytest.raises(SeedfwError) as exc:
         config.resolve(BOARD, tmp_path / "out", [frag], strict=True)

@@ -144,7 +144,8 @@ def run(study, params, objectives, run_trial, budget: int, say, config_key=None)
     """Ask/tell until the study holds `budget` counted trials; returns the numbers this process
     ran. `params`: a seedfw.tune.space.Space (define-by-run: each trial samples only the
     parameters Kconfig shows given its values so far), or a plain list of Params, sampled
-    independently (tests whose parameters do not depend on each other). `run_trial(number, values) -> TrialResult`. Ctrl-C tells the running trial FAIL
+    independently (tests whose parameters do not depend on each other).
+    `run_trial(number, values) -> TrialResult`. Ctrl-C tells the running trial FAIL
     (interrupted) before propagating, so the storage never keeps a trial RUNNING forever.
 
     `config_key(values)`: the hash of the configuration the values resolve to. Parameters can
