@@ -60,6 +60,9 @@ def tune(c, board=None, output=None, trials=20, objectives=None, space=None, sto
     # The defconfig's point: resolved without the board dir's user.fragment, as the trials are.
     kconf = config_mod.resolve(name, tune_dir / "base").kconf
     params = space_mod.load(kconf, space.split(",") if space else None)
+    # Define-by-run over Kconfig's visibility: a trial samples only what the values so far
+    # leave visible, so the build never refuses a combination Kconfig would have refused.
+    live = space_mod.Space(params, kconf)
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # our progress lines say it all
     smp = study_mod.sampler_for(sampler, int(seed) if seed is not None else None)
@@ -85,11 +88,12 @@ def tune(c, board=None, output=None, trials=20, objectives=None, space=None, sto
         if number not in known or known[number]["state"] != "COMPLETE":
             raise SeedfwError(f"trial #{number} is not a complete trial of study '{sname}'",
                               None, "--trial")
-        missing = [p.name for p in params if p.name not in known[number]["params"]]
-        if missing:
-            raise SeedfwError(f"trial #{number} has no value for {missing[0]}, which is in the "
+        try:                    # every parameter live in that trial has a value
+            live.fixed(known[number]["params"])
+        except KeyError as exc:
+            raise SeedfwError(f"trial #{number} has no value for {exc.args[0]}, which is in the "
                               "search space (was the study run with another --space?)", None,
-                              "--space")
+                              "--space") from None
         path, _ = out_mod.export(
             doc, params, number, Path(export),
             resolve=lambda f: config_mod.resolve(name, tune_dir / "base", [f]).warnings)
@@ -106,8 +110,8 @@ def tune(c, board=None, output=None, trials=20, objectives=None, space=None, sto
     study = study_mod.open_study(sname, store, objs, smp, create=True)
     if not study.trials:
         # The defconfig's point first: the reference the report's ratios and the plot's ring use.
-        study.enqueue_trial(space_mod.current_values(kconf, params), user_attrs={"default": True},
-                            skip_if_exists=True)
+        study.enqueue_trial(live.fixed(space_mod.current_values(kconf, params)),
+                            user_attrs={"default": True}, skip_if_exists=True)
     for p in params:
         study.set_user_attr(f"space:{p.name}", p.describe())
 
@@ -126,7 +130,7 @@ def tune(c, board=None, output=None, trials=20, objectives=None, space=None, sto
     print(f"tune {name}: study '{sname}' in {label}, {len(params)} parameter(s), objectives "
           + ", ".join(f"{o.name} [{o.kind}]" for o in objs) + f"; budget {trials} trial(s)")
     try:
-        study_mod.run(study, params, objs, run_one, int(trials), print, config_key)
+        study_mod.run(study, live, objs, run_one, int(trials), print, config_key)
     finally:
         # Written on every exit, Ctrl-C included: the files always describe the stored study.
         doc = out_mod.document(study, name, objs, params, label, sampler)

@@ -225,10 +225,11 @@ class TfaPart(Part):
                       package=self.name),
             # Order-only after the fetch: the extract's inputs already are the pins, so a re-fetch
             # of identical (verified) bytes, or another cache directory, does not re-extract.
+            # cache=False: the step's product is the whole source tree, of which the declared
+            # output (Makefile) is only the marker; a restore from the artifact store would
+            # bring back the marker alone and tfa.build would run make in an empty tree.
             plan.Step("tfa.extract", extract, after=("tfa.fetch",), inputs=extract_inputs,
                       version=self.EXTRACT_VERSION, package=self.name,
-                      # a whole source tree, of which Makefile is only the marker: never
-                      # restored from the artifact store (an unpack is seconds anyway)
                       outputs=(tree / "Makefile",), cache=False),
         ]
         if not self.compress(ctx):
@@ -318,6 +319,8 @@ class TfaPart(Part):
         s = cstage.settings(ctx.values, cfg)
         cstage.check_sections(s, (".rodata",), "TF-A BL31", cfg)
         if s.dict_source == "resident":
+            # A safety net: Kconfig hides the member (COMPRESS_DICT_RESIDENT depends on
+            # !TFA_COMPRESS_RODATA), so only a hand-edited .config gets here.
             raise SeedfwError("BL31 has no resident dictionary (its decoder runs before anything "
                               "else is in memory): choose none, trained or file", cfg,
                               "CONFIG_COMPRESS_DICT_RESIDENT")

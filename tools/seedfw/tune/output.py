@@ -16,7 +16,9 @@ def trials_doc(study, objectives) -> list[dict]:
     out = []
     for t in study.get_trials(deepcopy=False):
         # Optuna stores objective values as floats; every objective here is a whole number.
-        doc = {"number": t.number, "state": t.state.name, "params": dict(t.params),
+        # Kconfig names: a restricted choice's Optuna name carries its members (space.py)
+        doc = {"number": t.number, "state": t.state.name,
+               "params": space_mod.trial_values(t.params),
                "objectives": ({o.name: _whole(v) for o, v in zip(objectives, t.values)}
                               if t.values else None)}
         for key in ("error", "steps_ran", "steps_skipped", "seconds", "notes", "interrupted",

@@ -8,10 +8,25 @@ given here (`COMPRESS_DICT_SIZE/1024`), because Kconfig has no notion of a sensi
 A symbol the board's configuration cannot change (not defined for the board, no prompt, or a
 bool that another option `select`s) is dropped from the default space and refused when the
 user names it, so that a trial never records a parameter that had no effect.
+
+Which values a trial may take is Kconfig's answer too, asked at every parameter (`Space`):
+Optuna's define-by-run API samples the parameters in Kconfig's menu order, each value is set
+in a kconfiglib instance before the next parameter is looked at, and a parameter is only
+sampled when it is visible given the values so far (a choice over its visible members, an int
+over its active range, a bool only when both values are assignable). So a rule written as a
+`depends on` (COMPRESS_DICT_RESIDENT depends on !TFA_COMPRESS_RODATA: BL31's decoder runs
+before any resident bytes are in memory) is a rule of the search space, with no second copy
+here, and no trial is spent on a configuration the build would refuse.
+
+Why a restricted choice gets its own Optuna name (`COMPRESS_DICT_SOURCE[NONE,TRAINED,FILE]`):
+Optuna refuses a categorical whose choices change between trials ("dynamic value space"), and
+the usual way to a conditional space is one parameter per branch. `symbol_of` maps the name
+back; trial values, reports and exported fragments always use the Kconfig name.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import kconfiglib
@@ -21,8 +36,8 @@ from ..errors import SeedfwError
 # The knobs of issue 14: whether BL31 compresses its .rodata (or the board's own switch),
 # block size, HC level, dictionary source and size, decoder variant. Not the power profile
 # (POWER_PROFILE_CHOICE, searchable with --space): it only picks the DVFS table's starting
-# profile, which changes no objective here, and the payload's own DVFS hints reject
-# ULTRA_LOW at image.pack, so it would spend trials on failures.
+# profile, which changes no objective here. (Its ULTRA_LOW, which the payload's DVFS hints
+# reject on qemu-aarch64, is hidden by Kconfig there, so --space samples it only where valid.)
 DEFAULT_SPACE = ("TFA_COMPRESS_RODATA", "RK3588_COMPRESS_RODATA", "COMPRESS_BLOCK",
                  "COMPRESS_HC_LEVEL", "COMPRESS_DICT_SOURCE", "COMPRESS_DICT_SIZE/1024",
                  "LZ4_DECODER_CHOICE")
@@ -133,7 +148,7 @@ def current_values(kconf, params: list[Param]) -> dict:
         elif p.kind == "bool":
             out[p.name] = "y" if kconf.syms[p.name].tri_value == 2 else "n"
         else:
-            value = int(kconf.syms[p.name].str_value or p.low, 0)
+            value = int(kconf.syms[p.name].str_value or str(p.low), 0)
             # Snap onto the grid (a default of 2048 with step 1024 is on it; others may not be)
             out[p.name] = min(p.high, p.low + round((value - p.low) / p.step) * p.step)
     return out
@@ -149,3 +164,148 @@ def fragment(params: list[Param], values: dict, header: str = "") -> str:
 
 def by_name(params: list[Param]) -> dict[str, Param]:
     return {p.name: p for p in params}
+
+
+# ---- the conditional space: Kconfig's visibility at every parameter ---------------------------
+
+def symbol_of(optuna_name: str) -> str:
+    """The Kconfig name of an Optuna parameter (a restricted choice carries its members)."""
+    return optuna_name.partition("[")[0]
+
+
+def trial_values(optuna_params: dict) -> dict:
+    """A trial's parameters under their Kconfig names."""
+    return {symbol_of(k): v for k, v in optuna_params.items()}
+
+
+class Space:
+    """The parameters with the Kconfig that decides which are live in a trial.
+
+    kconf: a parsed Kconfig holding the base configuration (the defconfig's values, as from
+    seedfw.config.resolve); each sampling starts again from those values. kconf=None gives the
+    naive independent space (every parameter over its whole domain, whatever the others are):
+    the old behaviour, kept as the negative control of tests/test_tune_space.py."""
+
+    def __init__(self, params: list[Param], kconf=None):
+        self.params = list(params)
+        self.kconf = kconf
+        if kconf is not None:
+            # Only the parameters' own symbols are ever set here, so only they are restored:
+            # resetting every symbol cost 0.28 s a sample, this a few ms.
+            self._choices = [self._item(p) for p in self.params if p.kind == "choice"]
+            syms = [s for c in self._choices for s in c.syms]
+            syms += [self._item(p) for p in self.params if p.kind != "choice"]
+            self._base = {s: s.user_value for s in syms}
+            order = {id(node.item): i for i, node in enumerate(kconf.node_iter())}
+            self.params.sort(key=lambda p: order.get(id(self._item(p)), len(order)))
+
+    def _item(self, p: Param):
+        if p.kind == "choice":
+            return _find_choice(self.kconf, p.name)
+        return self.kconf.syms[p.name]
+
+    def reset(self) -> None:
+        """Back to the base configuration (the user values it was resolved with)."""
+        for choice in self._choices:
+            choice.unset_value()
+        for sym, value in self._base.items():
+            if value is None:
+                sym.unset_value()
+            else:
+                sym.set_value(value)
+
+    def live(self, p: Param):
+        """(Optuna name, distribution) of `p` given the values set so far, or None when Kconfig
+        leaves it nothing to choose (invisible, or one assignable value)."""
+        if self.kconf is None:
+            return p.name, p.distribution()
+        import optuna.distributions as d
+        item = self._item(p)
+        if p.kind == "choice":
+            members = tuple(m for m in p.values if self.kconf.syms[m].visibility)
+            if not item.visibility or len(members) < 2:
+                return None
+            if members == p.values:
+                return p.name, p.distribution()
+            prefix = os.path.commonprefix(list(p.values))
+            prefix = prefix[:prefix.rfind("_") + 1]
+            short = [m[len(prefix):] for m in members]
+            return f"{p.name}[{','.join(short)}]", d.CategoricalDistribution(list(members))
+        if p.kind == "bool":
+            if len(item.assignable) < 2:
+                return None
+            return p.name, p.distribution()
+        if not item.visibility:
+            return None
+        ranges = [(lo, hi) for lo, hi, cond in item.ranges if kconfiglib.expr_value(cond)]
+        if ranges:
+            low, high = int(ranges[0][0].str_value, 0), int(ranges[0][1].str_value, 0)
+            if (low, high) != (p.low, p.high):
+                # A range that depends on other symbols: the part of the grid inside it.
+                first = p.low + -(-(low - p.low) // p.step) * p.step
+                last = p.low + (high - p.low) // p.step * p.step
+                if first > last:
+                    return None
+                return p.name, d.IntDistribution(first, last, step=p.step)
+        return p.name, p.distribution()
+
+    def set(self, p: Param, value) -> None:
+        if p.kind == "choice":
+            self.kconf.syms[value].set_value(2)
+        elif p.kind == "bool":
+            self.kconf.syms[p.name].set_value(2 if value == "y" else 0)
+        else:
+            self.kconf.syms[p.name].set_value(str(int(value)))
+
+    def sample(self, pick) -> dict:
+        """Define-by-run: pick(optuna_name, distribution) -> value for each live parameter, in
+        Kconfig order; returns {Kconfig name: value} of the parameters that were live."""
+        if self.kconf is not None:
+            self.reset()
+        values = {}
+        try:
+            for p in self.params:
+                live = self.live(p)
+                if live is None:
+                    continue
+                values[p.name] = pick(*live)
+                if self.kconf is not None:
+                    self.set(p, values[p.name])
+        finally:
+            if self.kconf is not None:      # the caller's Kconfig holds the base again
+                self.reset()
+        return values
+
+    def suggest(self, trial) -> dict:
+        """The values of an asked Optuna trial."""
+        import optuna.distributions as d
+
+        def pick(name, dist):
+            if isinstance(dist, d.IntDistribution):
+                return trial.suggest_int(name, dist.low, dist.high, step=dist.step)
+            return trial.suggest_categorical(name, dist.choices)
+        return self.sample(pick)
+
+    def fixed(self, values: dict) -> dict:
+        """{Optuna name: value} of a configuration given by Kconfig names (for enqueue_trial):
+        the names its sampling would use, only for the parameters live in it."""
+        names = {}
+
+        def pick(name, dist):
+            value = values[symbol_of(name)]
+            names[name] = value
+            return value
+        self.sample(pick)
+        return names
+
+    def refused(self, values: dict) -> list[str]:
+        """The sampled values that did not stick in Kconfig (empty for a valid configuration)."""
+        self.reset()
+        try:
+            for p in self.params:
+                if p.name in values:
+                    self.set(p, values[p.name])
+            got = current_values(self.kconf, [p for p in self.params if p.name in values])
+        finally:
+            self.reset()
+        return [f"CONFIG_{k}: {v} -> {got[k]}" for k, v in values.items() if got[k] != v]

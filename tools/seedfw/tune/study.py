@@ -76,8 +76,14 @@ def sampler_for(name: str, seed: int | None):
     if name == "tpe":
         # multivariate: the knobs interact (dictionary size matters only with a dictionary);
         # constant_liar: parallel workers do not all sample the point a running trial holds.
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True,
-                                          n_startup_trials=4)
+        # group: the space is conditional (seedfw.tune.space.Space samples only what Kconfig
+        # shows given the values so far), and group decomposition models each set of
+        # parameters that occur together instead of falling back to independent sampling.
+        import warnings
+        with warnings.catch_warnings():      # `group` is "experimental" since Optuna 2.8
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                              constant_liar=True, n_startup_trials=4)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, population_size=8)
     if name == "random":
@@ -137,7 +143,10 @@ def _same_config(study, key: str):
 
 def run(study, params, objectives, run_trial, budget: int, say, config_key=None) -> list[int]:
     """Ask/tell until the study holds `budget` counted trials; returns the numbers this process
-    ran. `run_trial(number, values) -> TrialResult`. Ctrl-C tells the running trial FAIL
+    ran. `params`: a seedfw.tune.space.Space (define-by-run: each trial samples only the
+    parameters Kconfig shows given its values so far), or a plain list of Params, sampled
+    independently (tests whose parameters do not depend on each other).
+    `run_trial(number, values) -> TrialResult`. Ctrl-C tells the running trial FAIL
     (interrupted) before propagating, so the storage never keeps a trial RUNNING forever.
 
     `config_key(values)`: the hash of the configuration the values resolve to. Parameters can
@@ -145,12 +154,15 @@ def run(study, params, objectives, run_trial, budget: int, say, config_key=None)
     configurations already measured under other names; such a trial is told the measured
     objectives (boots are deterministic, builds reproducible) with `same_as`, not rebuilt."""
     from optuna.trial import TrialState
-    dists = {p.name: p.distribution() for p in params}
+
+    from .space import Space
+    sp = params if isinstance(params, Space) else Space(params)
     mine = []
     while counted(study) < budget:
-        trial = study.ask(dists)
+        trial = study.ask()
         try:
-            said = _one(study, trial, params, objectives, run_trial, config_key)
+            values = sp.suggest(trial)
+            said = _one(study, trial, values, objectives, run_trial, config_key)
         except KeyboardInterrupt:
             # Anywhere between ask and tell: the trial must not stay RUNNING in the storage.
             trial.set_user_attr("interrupted", True)
@@ -161,12 +173,12 @@ def run(study, params, objectives, run_trial, budget: int, say, config_key=None)
     return mine
 
 
-def _one(study, trial, params, objectives, run_trial, config_key) -> str:
-    """Run (or recognise) one asked trial and tell the study; returns the progress text."""
+def _one(study, trial, values, objectives, run_trial, config_key) -> str:
+    """Run (or recognise) one asked trial (`values`: its parameters by Kconfig name) and tell
+    the study; returns the progress text."""
     from optuna.trial import TrialState
     # Which process ran it: the multi-worker test checks that no trial ran twice.
     trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
-    values = {p.name: trial.params[p.name] for p in params}
     key = config_key(values) if config_key else None
     if key:
         trial.set_user_attr("config", key)
@@ -174,8 +186,9 @@ def _one(study, trial, params, objectives, run_trial, config_key) -> str:
         if twin is not None:
             trial.set_user_attr("same_as", twin.number)
             study.tell(trial, twin.values)
-            return (f"same configuration as #{twin.number} (parameters without effect differ): "
-                    "its objectives, not rebuilt")
+            why = ("the same parameters" if twin.params == trial.params
+                   else "parameters without effect differ")
+            return f"same configuration as #{twin.number} ({why}): its objectives, not rebuilt"
     result = run_trial(trial.number, values)
     for name, value in result.attrs().items():
         trial.set_user_attr(name, value)

@@ -72,6 +72,17 @@ def ensure_base(board, tune_dir: Path, jobs=None, say=print) -> Path:
     with util.file_lock(tune_dir / ".base.lock", f"tune base {base}"):
         started = time.monotonic()
         result = build_mod.build(board.name, base, [frag], jobs=jobs)
+        # The trials share the base's source trees (see `seed`), which holds only if make has
+        # run in them: TF-A's make builds tools/fiptool inside its tree. A step restored from
+        # the artifact store ran no make here, so the first trial that rebuilds the FIP would
+        # write into the shared tree (and fail check_sources). Those steps run here, once.
+        owners = {s.split(".")[0] for s in result.ran if s.endswith(".extract")}
+        warm = [s for s in result.restored if s.split(".")[0] in owners]
+        if warm:
+            for name in warm:
+                (base / "stamps" / f"{name}.stamp").unlink(missing_ok=True)
+            again = build_mod.build(board.name, base, [frag], jobs=jobs, store=False)
+            result.records.extend(again.records)
         if result.ran:
             say(f"base build: {len(result.ran)} step(s) ran, {time.monotonic() - started:.1f} s "
                 f"→ {base}")
