@@ -312,3 +312,41 @@ def plain(text) -> str:
     """A name from a file, safe to show in a terminal: control characters (ESC, CR, NUL, C1)
     become visible \\xNN escapes. Used with rich Text objects (never markup) in tables."""
     return str(text).translate(_CONTROL)
+
+
+# ---- line logs (serial consoles, UART captures) ---------------------------------------------
+# A log is a user's file like any other: refused over this cap, never silently cut (one boot's
+# serial console is a few MiB; a 2 GiB file is not a boot log). Within it the file is mapped
+# and scanned with bytes.find, so the time is the memchr's, not a Python loop per line.
+SIZE_CAPS["log"] = 256 * MIB
+
+
+def find_lines(buf, prefix: bytes, max_line: int):
+    """(line number, bytes) of every line of `buf` (bytes or mmap from read_input) that starts
+    with `prefix`, in order; a line longer than `max_line` comes back cut to max_line + 1 bytes
+    (so the caller sees that it is over, without holding it). A trailing CR is dropped.
+    Line numbers are counted with bytes.count in bounded chunks: linear, no copy of the file."""
+    needle = b"\n" + prefix
+    at = 0 if bytes(buf[:len(prefix)]) == prefix else _after(buf.find(needle))
+    line, counted = 1, 0
+    while at >= 0:
+        while counted < at:                 # newlines before this line, 4 MiB at a time
+            step = min(at, counted + 4 * MIB)
+            line += bytes(buf[counted:step]).count(b"\n")
+            counted = step
+        end = buf.find(b"\n", at, at + max_line + 2)      # a CR before it may make it + 1
+        stop = end if end >= 0 else min(at + max_line + 2, len(buf))
+        text = bytes(buf[at:stop])
+        if (end >= 0 or stop == len(buf)) and text.endswith(b"\r"):     # the line's whole
+            text = text[:-1]
+        yield line, text[:max_line + 1]
+        at = _after(buf.find(needle, at))
+
+
+def _after(found: int) -> int:
+    return found + 1 if found >= 0 else -1
+
+
+def digest_of(buf, algo: str = "sha256") -> str:
+    """Hex digest of a whole buffer (bytes or mmap), hashed in bounded chunks."""
+    return View(buf).digest(algo).hex() if len(buf) else hashlib.new(algo).hexdigest()
