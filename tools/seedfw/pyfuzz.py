@@ -19,6 +19,8 @@ Targets (one reader each; seeds are seedfw.images.samples' real images and the b
   py-yaml      yamlfile.load (duplicate keys, aliases, sizes)
   py-json      reading.loads_json (size/depth)
   py-pubkey    fit_sig.load_keys (public-key DTB)
+  py-agentlog  counters.perf_live: a log file's agent lines (parse_log) and the same bytes as
+               QEMU UART lines (run.uart.split_lines, then parse)
 
 Run: `invoke fuzz --target py-fdt --runs 1000000` (or --seconds). Executions and crashes are
 atheris/libFuzzer's own final counters (measured).
@@ -40,12 +42,13 @@ from .errors import SeedfwError
 from .paths import BOARD_DIR, ROOT
 
 TARGETS = ("py-inspect", "py-fdt", "py-package", "py-gpt", "py-idblock", "py-lz4", "py-dvfs",
-           "py-rknn", "py-yaml", "py-json", "py-pubkey")
+           "py-rknn", "py-yaml", "py-json", "py-pubkey", "py-agentlog")
 # -max_len per target: the seeds fit (samples are small on purpose); shorter inputs keep the
 # executions per second up, which is what reaching 1 M runs per reader on 2 cores needs.
 MAX_LEN = {"py-inspect": 16384, "py-fdt": 8192, "py-pubkey": 8192, "py-package": 4096,
            "py-gpt": 20480, "py-idblock": 8192, "py-lz4": 4096, "py-dvfs": 4096,
-           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64}
+           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64,
+           "py-agentlog": 8192}
 CRASHES_KEPT = ROOT / "tests" / "hostile_crashes"
 
 
@@ -82,6 +85,26 @@ def reader(target: str):
     if target == "py-pubkey":
         from .images import fit_sig
         return lambda d: fit_sig.load_keys(d, "fuzz")
+    if target == "py-agentlog":
+        from .counters import perf_live
+        from .run import uart
+
+        def agentlog(data: bytes):
+            # Both readers of agent lines; where both accept the bytes they must agree (the
+            # file reader finds lines with bytes.find, the UART splits them: a differential).
+            got = []
+            for parse in (lambda: perf_live.parse_log(data, "fuzz"),
+                          lambda: perf_live.parse([raw.decode(errors="replace").rstrip("\r")
+                                                   for raw in uart.split_lines(b"", data)[0]
+                                                   + [uart.split_lines(b"", data)[1]]], "fuzz")):
+                try:
+                    got.append(parse())
+                except SeedfwError:
+                    got.append(None)
+            if None not in got and got[0] != got[1]:
+                raise AssertionError(f"log and UART readers disagree: {got[0]} != {got[1]}")
+            return got[0]
+        return agentlog
     if target == "py-planted":
         # The negative control (tests/test_hostile_inputs.py): a reader with a planted bug —
         # an IndexError behind a 3-byte prefix — that a working campaign must find.
@@ -121,6 +144,7 @@ def seeds(target: str, out: Path) -> Path:
             "py-yaml": [p.read_bytes() for p in sorted(BOARD_DIR.glob("*/*.yaml"))],
             "py-json": [b'{"a": [1, 2.5, "x", {"b": null}], "c": true}'],
             "py-planted": [b"[1]"],
+            "py-agentlog": _agentlog_seeds(),
         }[target]
         limit = MAX_LEN[target]
         for i, data in enumerate(by_target):
@@ -128,6 +152,19 @@ def seeds(target: str, out: Path) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def _agentlog_seeds() -> list[bytes]:
+    """The agent's own line shapes (firmware/agent/perf_window.c), in a console log and alone."""
+    lines = [b"agent: perf armv8_pmuv3_0 window=idle ns=100000000 cpu_cycles=1200 "
+             b"inst_retired=900",
+             b"agent: perf rockchip_ddr window=verify ns=5000 read-bytes=77 write-bytes=unreadable",
+             b"agent: perf rockchip_ddr absent (no PMU of that name: the kernel needs "
+             b"CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI)",
+             b"agent: perf armv8_pmuv3_0 cpu_cycles unavailable (perf_event_open: ENOENT)",
+             b"agent: perf bad spec 'x' (want PMU/EVENT,EVENT/KCONFIG)"]
+    return [b"$ qemu-system-aarch64 -M virt\r\n[    1.0] Linux\r\n" + b"\r\n".join(lines)
+            + b"\r\nagent: ok\r\n", *lines]
 
 
 def _rknn_seed() -> bytes:
