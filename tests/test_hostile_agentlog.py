@@ -53,9 +53,23 @@ def case_unbounded_long_line(tmp):
 
 
 def case_unbounded_too_many_lines(tmp):
-    f = _log(tmp, *[WINDOW] * 65537)
+    f = _log(tmp, *[WINDOW] * 4097)
     return (["counters", "--board", "rk3588", "--agent-log", f], 1,
-            f"error: {f}:65537: more than 65536 'agent: perf' lines: refused", None)
+            f"error: {f}:4097: more than 4096 'agent: perf' lines: refused", None)
+
+
+def case_unbounded_most_work_allowed(tmp):
+    """The most a log may ask for: 4096 lines of 32 twenty-digit counts, padded to the cap
+    with noise lines (about 256 MiB): read whole, within the bounds."""
+    f = tmp / "dense.log"
+    line = ("agent: perf p window=w ns=1" + "".join(f" e{i}=18446744073709551615"
+                                                      for i in range(32)) + "\n").encode()
+    noise = b"n" * 4095 + b"\n"
+    with open(f, "wb") as out:
+        out.write(line * 4096)
+        out.write(noise * (((256 << 20) - len(line) * 4096) // len(noise)))
+    return (["counters", "--board", "rk3588", "--agent-log", f], 0, None,
+            lambda out: "'e31': 18446744073709551615" in out)
 
 
 def case_unbounded_too_many_windows(tmp):
@@ -372,12 +386,17 @@ def test_uart_flood_without_newline_is_linear():
     assert len(uart.lines) == -(-10_000_000 // MAX_LINE)
 
 
-def test_find_lines_matches_splitlines():
-    """The log reader's line finder against the obvious split (line numbers, CR, cut)."""
-    from seedfw.images.reading import find_lines
+def test_find_lines_and_streamed_log_lines(tmp_path):
+    """The log reader's line finder (line numbers, CR, cut), and the streamed reader giving the
+    same lines whatever the chunk size (lines across chunk boundaries, long ones skipped)."""
+    from seedfw.images.reading import find_lines, log_lines
     data = (b"agent: perf a\r\nx\nagent: perf b\n\nagent: perf " + b"c" * 50 + b"\n"
-            b"noise agent: perf d\nagent: perf e\r")
-    got = list(find_lines(data, b"agent: perf ", 20))
-    assert got == [(1, b"agent: perf a"), (3, b"agent: perf b"), (5, b"agent: perf " + b"c" * 9),
-                   (7, b"agent: perf e")]
+            b"noise agent: perf d\n" + b"n" * 70 + b"\nagent: perf e\r")
+    want = [(1, b"agent: perf a"), (3, b"agent: perf b"), (5, b"agent: perf " + b"c" * 9),
+            (8, b"agent: perf e")]
+    assert list(find_lines(data, b"agent: perf ", 20)) == want
     assert list(find_lines(b"", b"agent: perf ", 20)) == []
+    f = tmp_path / "x.log"
+    f.write_bytes(data)
+    for chunk in range(1, len(data) + 2):
+        assert list(log_lines(f, b"agent: perf ", 20, chunk_size=chunk)) == want, chunk

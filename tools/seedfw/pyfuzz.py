@@ -28,6 +28,7 @@ atheris/libFuzzer's own final counters (measured).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -89,11 +90,22 @@ def reader(target: str):
         from .counters import perf_live
         from .run import uart
 
+        prefix = perf_live.PREFIX.encode()
+
         def agentlog(data: bytes):
-            # Both readers of agent lines; where both accept the bytes they must agree (the
-            # file reader finds lines with bytes.find, the UART splits them: a differential).
+            # The three readers of agent lines; where all accept the bytes they must agree:
+            # the log file streamed in 1, 2, 4 … 128 chunks (lines span chunk boundaries; the
+            # last byte picks), the same bytes found in one buffer, and the UART's split (a
+            # differential).
+            step = max(1, len(data) >> (data[-1] % 8 if data else 0))
+            streamed = list(reading.stream_lines(io.BytesIO(data), len(data), "fuzz", prefix,
+                                                 perf_live.MAX_LINE, chunk_size=step))
+            found = list(reading.find_lines(data, prefix, perf_live.MAX_LINE))
+            if streamed != found:
+                raise AssertionError(f"streamed lines differ (chunk {step}): {streamed} != "
+                                     f"{found}")
             got = []
-            for parse in (lambda: perf_live.parse_log(data, "fuzz"),
+            for parse in (lambda: perf_live.parse_log(found, "fuzz"),
                           lambda: perf_live.parse([raw.decode(errors="replace").rstrip("\r")
                                                    for raw in uart.split_lines(b"", data)[0]
                                                    + [uart.split_lines(b"", data)[1]]], "fuzz")):

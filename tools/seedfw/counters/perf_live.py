@@ -10,7 +10,7 @@ or, for a PMU the kernel does not have, the kernel option that provides it:
 
     agent: perf rockchip_ddr absent (no PMU of that name: the kernel needs CONFIG_…)
 
-Parsing is a hand tokenizer, not a regex: the lines come from a serial console or a log file
+Parsing is a hand tokenizer, not a line regex: the lines come from a serial console or a log file
 anyone can write, and the regex this replaced (`(?: \\S+=\\S+)*$`) backtracked exponentially on
 a 239-byte line of `====` runs. Here every line costs one `split` and a check per field; a
 line is at most MAX_LINE bytes, names and counts have a fixed grammar (ASCII names, ASCII
@@ -27,6 +27,8 @@ log is `recorded (user-supplied log)`.
 
 from __future__ import annotations
 
+import re
+
 from . import provenance
 from .base import CounterSource
 from ..errors import SeedfwError
@@ -36,11 +38,15 @@ MAX_LINE = 4096          # bytes of one agent line (the agent's are < 1 KiB: 8 e
 MAX_DIGITS = 20          # a 64-bit count has at most 20 decimal digits
 MAX_COUNT = (1 << 64) - 1
 MAX_NAME = 256           # PERF_SPEC_MAX in firmware/agent/perf_window.h
-MAX_EVENTS = 64          # events on one window line (the agent has PERF_EVENTS_MAX 8)
+MAX_EVENTS = 32          # events on one window line (the agent has PERF_EVENTS_MAX 8)
 MAX_ENTRIES = 1024       # windows × PMUs, absent PMUs, unavailable events: each
-MAX_LINES = 65536        # 'agent: perf' lines in one log (one boot prints a dozen)
+MAX_LINES = 4096         # 'agent: perf' lines in one log (one boot prints a dozen): the bound on time
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-")
 _DIGITS = frozenset("0123456789")
+# One well-formed EVENT=COUNT token, checked in one C call: flat classes, bounded repeats, no
+# nesting, `=` in neither class — linear, and fullmatch'ed on one token at a time. Anything it
+# does not match goes the slow way below, which says what is wrong.
+_PAIR = re.compile(r"([A-Za-z0-9_.:-]{1,%d})=([0-9]{1,%d})" % (MAX_NAME, MAX_DIGITS))
 
 
 def _shown(text: str, limit: int = 40) -> str:
@@ -91,6 +97,11 @@ def _window(at: _Line, rest: str, windows: dict) -> None:
     if len(tokens) - 3 > MAX_EVENTS:
         at.fail(f"{len(tokens) - 3} events is over the limit of {MAX_EVENTS} per line")
     for pair in tokens[3:]:
+        if (m := _PAIR.fullmatch(pair)) and m.group(1) not in values:   # the common case
+            values[m.group(1)] = n = int(m.group(2))
+            if n > MAX_COUNT:
+                at.count(m.group(2), m.group(1))
+            continue
         key, eq, value = pair.partition("=")
         if not key or not eq:
             at.fail(f"'{_shown(pair)}': expected EVENT=<count>")
@@ -101,9 +112,9 @@ def _window(at: _Line, rest: str, windows: dict) -> None:
             continue
         values[key] = at.count(value, key)
     per = windows.setdefault(window, {})
-    per[pmu] = values
-    if sum(map(len, windows.values())) > MAX_ENTRIES:
+    if pmu not in per and sum(map(len, windows.values())) >= MAX_ENTRIES:
         at.fail(f"more than {MAX_ENTRIES} window/PMU pairs: refused")
+    per[pmu] = values
 
 
 def _why(at: _Line, rest: str, head: str) -> str | None:
@@ -150,13 +161,11 @@ def parse(lines, source=None) -> dict:
     return got
 
 
-def parse_log(buf, source) -> dict:
-    """parse() of a log's bytes (read_input's mmap): only lines starting with PREFIX are looked
-    at (found with bytes.find), each at most MAX_LINE bytes; line numbers are the file's."""
-    from ..images.reading import find_lines
-
+def parse_log(lines, source) -> dict:
+    """parse() of a log's (line number, bytes) as reading.find_lines/log_lines find them: only
+    lines starting with PREFIX, each at most MAX_LINE + 1 bytes; line numbers are the file's."""
     got = {"windows": {}, "absent": {}, "unavailable": [], "lines": 0}
-    for number, raw in find_lines(buf, PREFIX.encode(), MAX_LINE):
+    for number, raw in lines:
         if len(raw) > MAX_LINE:             # bytes, before decoding can shorten it
             _Line(source, number).fail(f"an '{PREFIX.strip()}' line over {MAX_LINE} bytes: "
                                        "refused")
@@ -228,16 +237,14 @@ def from_log(board, path) -> dict:
     capture record beside it earns (provenance.of_log), else recorded (user-supplied log)."""
     from pathlib import Path
 
-    from ..images.reading import read_input
+    import hashlib
+
+    from ..images.reading import log_lines
 
     path = Path(path)
-    buf = read_input(path, "log")
-    try:
-        got = parse_log(buf, path)
-        prov = provenance.of_log(board, path, buf, AgentPerfCounters(board, True).how())
-    finally:
-        if hasattr(buf, "close"):
-            buf.close()
+    digest = hashlib.sha256()           # of every byte read: what a capture record must match
+    got = parse_log(log_lines(path, PREFIX.encode(), MAX_LINE, digest), path)
+    prov = provenance.of_log(board, path, digest.hexdigest(), AgentPerfCounters(board, True).how())
     doc = AgentPerfCounters(board, prov["source"] == "emulated", prov).document_of(got)
     if doc is None:
         raise SeedfwError("no 'agent: perf' lines (board.yaml `perf` empty, or not an OS boot "

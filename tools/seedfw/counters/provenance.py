@@ -159,15 +159,10 @@ def write_capture(log, source: str, how: str, **detail) -> None:
     """Beside a log seedfw has just captured (and closed): who captured it and the log's size
     and sha256, so that `of_log` can tell the log is still what seedfw wrote."""
     from .. import util
-    from ..images.reading import digest_of, read_input
+    from ..images.reading import digest_file
 
     assert source in CAPTURE_SOURCES
-    buf = read_input(log, "log")
-    try:
-        size, digest = len(buf), digest_of(buf)
-    finally:
-        if hasattr(buf, "close"):
-            buf.close()
+    size, digest = digest_file(log, "log")
     util.write_json(capture_record(log), {"seedfw_capture": 1, "source": source, "how": how,
                                           "bytes": size, "sha256": digest, "host": _host(),
                                           "when": now(), **detail})
@@ -201,19 +196,19 @@ def _record(path) -> dict:
     return rec
 
 
-def of_log(board, path, buf, how: str) -> dict:
-    """The provenance a log earns (`buf`: its bytes as read): its capture record's source while
-    the log matches the record's size and sha256, else recorded (user-supplied log)."""
+def of_log(board, path, sha256: str, how: str) -> dict:
+    """The provenance a log earns (`sha256`: of its bytes as they were read): its capture
+    record's source while the log matches the record's sha256, else recorded (user-supplied
+    log)."""
     import os
 
     from ..errors import SeedfwError
-    from ..images.reading import digest_of
 
     rec_path = capture_record(path)
     if not os.path.lexists(rec_path):
         return user_log(path, f"no seedfw capture record ({rec_path.name}) beside it")
     rec = _record(path)
-    if rec["bytes"] != len(buf) or rec["sha256"] != digest_of(buf):
+    if rec["sha256"] != sha256:
         return user_log(path, f"the capture record {rec_path.name} does not match it (the log "
                               "changed after seedfw captured it)")
     if rec["board"] and rec["board"] != board.name:
