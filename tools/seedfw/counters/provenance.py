@@ -214,11 +214,13 @@ def of_log(board, path, sha256: str, how: str) -> dict:
     if rec["board"] and rec["board"] != board.name:
         raise SeedfwError(f"captured from board '{rec['board']}', not '{board.name}'", rec_path,
                           "board")
+    from ..images.reading import plain        # the record is a file too: shown escaped
     if rec["source"] == "emulated":
         prov = emulated(board, how + " (QEMU's emulated PMU); UART captured by seedfw")
     else:
-        prov = {"source": "live", "how": how + " (on the board); " + rec["how"], "probe": None,
-                "serial": rec.get("device") or True, "target": board.name,
-                "host": rec.get("host"), "when": rec.get("when")}
+        prov = {"source": "live", "how": how + " (on the board); " + plain(rec["how"]),
+                "probe": None, "serial": plain(rec.get("device") or "") or True,
+                "target": board.name, "host": plain(rec.get("host", "")),
+                "when": plain(rec.get("when", ""))}
     prov["capture"] = shown_path(rec_path)
     return prov
