@@ -43,6 +43,13 @@ def case_unbounded_backtrack_239(tmp):
     assert len(BACKTRACK_239) == 239
     f = _log(tmp, BACKTRACK_239)
     return (["counters", "--board", "rk3588", "--agent-log", f], 1,
+            f"error: {f}:1: 43 events is over the limit of 32 per line", None)
+
+
+def case_unbounded_backtrack_31_runs(tmp):
+    """Within the event cap (2^31 splits for the old regex): the token itself is refused."""
+    f = _log(tmp, "agent: perf p window=w ns=1" + " ====" * 31)
+    return (["counters", "--board", "rk3588", "--agent-log", f], 1,
             f"error: {f}:1: '====': expected EVENT=<count>", None)
 
 
