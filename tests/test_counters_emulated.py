@@ -315,7 +315,9 @@ def test_os_boot_counted_with_linux_phases_and_agent_perf(br_build):
     assert windows["verify"][pmu]["inst_retired"] > 0 and windows["idle"][pmu]["ns"] >= 100_000_000
 
 
-def test_agent_log_live_for_a_console_log_emulated_for_qemu(tmp_path):
+def test_agent_log_handed_in_is_recorded_not_live(tmp_path):
+    """Provenance is earned (tests/test_hostile_agentlog.py has the capture side): a log file
+    seedfw did not capture is recorded (user-supplied log), whatever its first line says."""
     from seedfw.counters import perf_live
 
     body = ["[    1.0] Linux booting", "agent: perf rockchip_ddr window=verify ns=2000000 "
@@ -323,13 +325,13 @@ def test_agent_log_live_for_a_console_log_emulated_for_qemu(tmp_path):
     board_log = tmp_path / "serial.log"
     board_log.write_text("\n".join(body) + "\n")
     doc = perf_live.from_log(boards.get("rk3588"), board_log)
-    assert doc["provenance"]["source"] == "live"
+    assert doc["provenance"]["source"] == "recorded" and doc["provenance"]["user_supplied"]
     assert doc["readings"]["windows"]["verify"]["rockchip_ddr"] == \
         {"ns": 2000000, "read-bytes": 123456, "write-bytes": 789, "cycles": 42}
     qemu_log = tmp_path / "os-boot.log"
     qemu_log.write_text("$ qemu-system-aarch64 -machine virt\n" + "\n".join(body) + "\n")
-    assert perf_live.from_log(boards.get("qemu-aarch64"), qemu_log)["provenance"]["source"] == \
-        "emulated"
+    assert perf_live.from_log(boards.get("qemu-aarch64"), qemu_log)["provenance"]["label"] == \
+        "recorded (user-supplied log)"
     empty = tmp_path / "empty.log"
     empty.write_text("nothing\n")
     with pytest.raises(SeedfwError, match="no 'agent: perf' lines"):

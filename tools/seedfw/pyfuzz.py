@@ -21,6 +21,8 @@ Targets (one reader each; seeds are seedfw.images.samples' real images and the b
   py-pubkey    fit_sig.load_keys (public-key DTB)
   py-ext4      ext4_list.listing (superblock, inodes, extents, block maps, directory blocks;
                seeds: small ext2 and ext4 made by mke2fs -d, padded to their size with zeros)
+  py-agentlog  counters.perf_live: a log file's agent lines (parse_log) and the same bytes as
+               QEMU UART lines (run.uart.split_lines, then parse)
 
 Run: `invoke fuzz --target py-fdt --runs 1000000` (or --seconds). Executions and crashes are
 atheris/libFuzzer's own final counters (measured).
@@ -28,6 +30,7 @@ atheris/libFuzzer's own final counters (measured).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -42,13 +45,13 @@ from .errors import SeedfwError
 from .paths import BOARD_DIR, ROOT
 
 TARGETS = ("py-inspect", "py-fdt", "py-package", "py-gpt", "py-idblock", "py-lz4", "py-dvfs",
-           "py-rknn", "py-yaml", "py-json", "py-pubkey", "py-ext4")
+           "py-rknn", "py-yaml", "py-json", "py-pubkey", "py-ext4", "py-agentlog")
 # -max_len per target: the seeds fit (samples are small on purpose); shorter inputs keep the
 # executions per second up, which is what reaching 1 M runs per reader on 2 cores needs.
 MAX_LEN = {"py-inspect": 16384, "py-fdt": 8192, "py-pubkey": 8192, "py-package": 4096,
            "py-gpt": 20480, "py-idblock": 8192, "py-lz4": 4096, "py-dvfs": 4096,
            "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64,
-           "py-ext4": 40960}
+           "py-ext4": 40960, "py-agentlog": 5000}
 EXT4_SEED_SIZE = 128 << 10     # py-ext4: inputs are the head of a file system this large
 CRASHES_KEPT = ROOT / "tests" / "hostile_crashes"
 
@@ -91,6 +94,37 @@ def reader(target: str):
     if target == "py-pubkey":
         from .images import fit_sig
         return lambda d: fit_sig.load_keys(d, "fuzz")
+    if target == "py-agentlog":
+        from .counters import perf_live
+        from .run import uart
+
+        prefix = perf_live.PREFIX.encode()
+
+        def agentlog(data: bytes):
+            # The three readers of agent lines; where all accept the bytes they must agree:
+            # the log file streamed in 1, 2, 4 … 128 chunks (lines span chunk boundaries; the
+            # last byte picks), the same bytes found in one buffer, and the UART's split (a
+            # differential).
+            step = max(1, len(data) >> (data[-1] % 8 if data else 0))
+            streamed = list(reading.stream_lines(io.BytesIO(data), len(data), "fuzz", prefix,
+                                                 perf_live.MAX_LINE, chunk_size=step))
+            found = list(reading.find_lines(data, prefix, perf_live.MAX_LINE))
+            if streamed != found:
+                raise AssertionError(f"streamed lines differ (chunk {step}): {streamed} != "
+                                     f"{found}")
+            got = []
+            lines, rest = uart.split_lines(b"", data)
+            for parse in (lambda: perf_live.parse_log(found, "fuzz"),
+                          lambda: perf_live.parse([raw.decode(errors="replace").rstrip("\r")
+                                                   for raw in lines + [rest]], "fuzz")):
+                try:
+                    got.append(parse())
+                except SeedfwError:
+                    got.append(None)
+            if None not in got and got[0] != got[1]:
+                raise AssertionError(f"log and UART readers disagree: {got[0]} != {got[1]}")
+            return got[0]
+        return agentlog
     if target == "py-planted":
         # The negative control (tests/test_hostile_inputs.py): a reader with a planted bug —
         # an IndexError behind a 3-byte prefix — that a working campaign must find.
@@ -130,6 +164,7 @@ def seeds(target: str, out: Path) -> Path:
             "py-yaml": [p.read_bytes() for p in sorted(BOARD_DIR.glob("*/*.yaml"))],
             "py-json": [b'{"a": [1, 2.5, "x", {"b": null}], "c": true}'],
             "py-planted": [b"[1]"],
+            "py-agentlog": _agentlog_seeds(),
         }.get(target)
         if target == "py-ext4":
             by_target = _ext4_seeds(work)
@@ -159,6 +194,19 @@ def _ext4_seeds(work: Path) -> list[bytes]:
                        capture_output=True)
         out.append(img.read_bytes().rstrip(b"\0"))
     return out
+
+
+def _agentlog_seeds() -> list[bytes]:
+    """The agent's own line shapes (firmware/agent/perf_window.c), in a console log and alone."""
+    lines = [b"agent: perf armv8_pmuv3_0 window=idle ns=100000000 cpu_cycles=1200 "
+             b"inst_retired=900",
+             b"agent: perf rockchip_ddr window=verify ns=5000 read-bytes=77 write-bytes=unreadable",
+             b"agent: perf rockchip_ddr absent (no PMU of that name: the kernel needs "
+             b"CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI)",
+             b"agent: perf armv8_pmuv3_0 cpu_cycles unavailable (perf_event_open: ENOENT)",
+             b"agent: perf bad spec 'x' (want PMU/EVENT,EVENT/KCONFIG)"]
+    return [b"$ qemu-system-aarch64 -M virt\r\n[    1.0] Linux\r\n" + b"\r\n".join(lines)
+            + b"\r\nagent: ok\r\n", *lines]
 
 
 def _rknn_seed() -> bytes:

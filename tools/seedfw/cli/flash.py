@@ -10,6 +10,7 @@ is started (seedfw.flash.image_checks).
 from __future__ import annotations
 
 import json
+import sys
 
 from . import command
 from ..errors import SeedfwError
@@ -141,10 +142,16 @@ def bench(c, bench=None, check=False, json_=False):
     "map": "counter map (rk3588-dfi; default board/<board>/counters.yaml)",
     "json": "print JSON: {provenance, settings, readings} (see seedfw.counters.provenance)",
     "agent_log": "UART log of an OS boot: the agent's perf PMU windows (board.yaml perf) as the "
-                 "document, live for a board's console log, emulated for seedfw's QEMU logs",
+                 "document; live or emulated only when seedfw captured the log (its capture "
+                 "record is beside it), else recorded (user-supplied log)",
+    "serial": "capture the board's serial console DEVICE (a tty, e.g. /dev/ttyUSB0) into "
+              "--agent-log (default <output>/logs/serial-console.log) until the agent's last "
+              "line, then read it: live",
+    "timeout": "--serial: seconds to wait for the agent's last line (120)",
+    "baud": "--serial: the console's rate (1500000, the RK3588 debug UART's)",
 })
 def counters(c, board, probe=None, elf=None, output=None, flash_first=False, bench=None, recorded=None,
-             map_=None, json_=False, agent_log=None):
+             map_=None, json_=False, agent_log=None, serial=None, timeout=120.0, baud=1500000):
     """Read a board's counters and say where they came from.
 
     Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
@@ -159,6 +166,14 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
     if map_ and "map" not in cls.options:
         raise SeedfwError(f"board '{b.name}' has no counter map (its counter source is "
                           f"{b.counters})", None, "--map")
+    if serial:                      # seedfw captures the console itself: the log earns live
+        from ..paths import output_dir
+        from ..run import console
+        agent_log = agent_log or output_dir(b.name, output) / "logs" / "serial-console.log"
+        got = console.capture(b, serial, agent_log, float(timeout), int(baud))
+        if not got.ended:
+            print(f"warning: no 'agent: ok'/'agent: FAILED' line from {serial} within "
+                  f"{float(timeout):g} s ({got.bytes} bytes captured)", file=sys.stderr)
     if agent_log:                   # the OS agent's perf windows, from its UART log
         from ..counters import perf_live
         values = perf_live.from_log(b, agent_log)
@@ -173,6 +188,9 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
 
     prov = values["provenance"]
     print(f"{'provenance':<20} {label(prov)}: {prov['how']}")
+    if prov.get("user_supplied"):
+        print(f"warning: {prov['file']}: not captured by seedfw ({prov['note']}): its values are "
+              "shown as recorded, not as measured on a board", file=sys.stderr)
     if isinstance(prov.get("recording"), dict) and prov["recording"].get("how"):
         print(f"{'recording':<20} {prov['recording']['how']}")
     for k, v in values["readings"].items():

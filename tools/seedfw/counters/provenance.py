@@ -14,6 +14,16 @@ provenance.source:
   emulated  read from a guest running in QEMU (version and machine given): the code ran, but
             cycle counts are an emulator's, not a chip's.
 
+  recorded with `user_supplied: true`: a log file handed to seedfw (`--agent-log`) that seedfw
+            did not capture: "recorded (user-supplied log)", whatever the text in it says.
+
+Logs earn their provenance: seedfw writes a capture record `<log>.seedfw-capture.json` beside
+every log it captures (a board's serial console: seedfw.run.console, `live`; a QEMU UART:
+seedfw.run.uart, `emulated`) holding the log's size and sha256. `of_log` gives the record's
+source only while the log still matches it; a log without a record, or edited since, is
+user-supplied. The record is a claim seedfw makes, checked against the bytes so that an edited
+log loses it — not a signature: someone who writes both files by hand can still lie.
+
 `label(provenance)` is the short text shown next to the kind in reports and on the terminal,
 e.g. "recorded, synthetic" or "emulated in QEMU 7.2.22, virt".
 """
@@ -108,6 +118,8 @@ def label(prov: dict | None) -> str:
         return "provenance unknown"
     src = prov["source"]
     if src == "live":
+        if prov.get("serial"):
+            return "live, serial console"
         return f"live, probe {prov['probe']}" if prov.get("probe") else "live"
     if src == "emulated":
         version = prov.get("qemu_version")
@@ -115,6 +127,8 @@ def label(prov: dict | None) -> str:
         # the machine type without its options (virt,secure=on → virt); the detail keeps all
         machine = str(prov.get("machine") or "").split(",")[0]
         return text + (f", {machine}" if machine else "")
+    if prov.get("user_supplied"):
+        return USER_LOG
     rec = prov.get("recording")
     if not isinstance(rec, dict):
         return "recorded, provenance unknown"
@@ -128,3 +142,85 @@ def label(prov: dict | None) -> str:
 def is_synthetic(prov: dict | None) -> bool:
     return isinstance(prov, dict) and prov.get("source") == "recorded" and \
         isinstance(prov.get("recording"), dict) and bool(prov["recording"].get("synthetic"))
+
+
+# ---- logs: capture records (see the module doc) ---------------------------------------------
+USER_LOG = "recorded (user-supplied log)"
+CAPTURE_SUFFIX = ".seedfw-capture.json"
+CAPTURE_SOURCES = ("live", "emulated")
+
+
+def capture_record(log):
+    from pathlib import Path
+    return Path(str(log) + CAPTURE_SUFFIX)
+
+
+def write_capture(log, source: str, how: str, **detail) -> None:
+    """Beside a log seedfw has just captured (and closed): who captured it and the log's size
+    and sha256, so that `of_log` can tell the log is still what seedfw wrote."""
+    from .. import util
+    from ..images.reading import digest_file
+
+    assert source in CAPTURE_SOURCES
+    size, digest = digest_file(log, "log")
+    util.write_json(capture_record(log), {"seedfw_capture": 1, "source": source, "how": how,
+                                          "bytes": size, "sha256": digest, "host": _host(),
+                                          "when": now(), **detail})
+
+
+def user_log(path, note: str) -> dict:
+    return {"source": "recorded", "label": USER_LOG, "user_supplied": True, "recording": None,
+            "synthetic": None,
+            "how": "read from a log file given to seedfw, which did not capture it: nothing "
+                   "shows that it came from a board",
+            "file": shown_path(path), "note": note, "host": _host(), "when": now()}
+
+
+def _record(path) -> dict:
+    """The capture record beside `path`, read through the door and checked field by field."""
+    from ..errors import SeedfwError
+    from ..images.reading import loads_json, read_bytes
+
+    rec_path = capture_record(path)
+    rec = loads_json(read_bytes(rec_path, "json"), rec_path)
+    if not isinstance(rec, dict) or rec.get("seedfw_capture") != 1:
+        raise SeedfwError("not a seedfw capture record (seedfw_capture: 1)", rec_path)
+    if rec.get("source") not in CAPTURE_SOURCES:
+        raise SeedfwError(f"must be one of {', '.join(CAPTURE_SOURCES)}", rec_path, "source")
+    for key, kind in (("bytes", int), ("sha256", str), ("how", str), ("board", str)):
+        if not isinstance(rec.get(key), kind) or isinstance(rec.get(key), bool):
+            raise SeedfwError(f"must be a {kind.__name__}", rec_path, key)
+    for key in ("host", "when", "device", "qemu_binary"):
+        if not isinstance(rec.get(key, ""), str):
+            raise SeedfwError("must be a string", rec_path, key)
+    return rec
+
+
+def of_log(board, path, sha256: str, how: str) -> dict:
+    """The provenance a log earns (`sha256`: of its bytes as they were read): its capture
+    record's source while the log matches the record's sha256, else recorded (user-supplied
+    log)."""
+    import os
+
+    from ..errors import SeedfwError
+
+    rec_path = capture_record(path)
+    if not os.path.lexists(rec_path):
+        return user_log(path, f"no seedfw capture record ({rec_path.name}) beside it")
+    rec = _record(path)
+    if rec["sha256"] != sha256:
+        return user_log(path, f"the capture record {rec_path.name} does not match it (the log "
+                              "changed after seedfw captured it)")
+    if rec["board"] and rec["board"] != board.name:
+        raise SeedfwError(f"captured from board '{rec['board']}', not '{board.name}'", rec_path,
+                          "board")
+    from ..images.reading import plain        # the record is a file too: shown escaped
+    if rec["source"] == "emulated":
+        prov = emulated(board, how + " (QEMU's emulated PMU); UART captured by seedfw")
+    else:
+        prov = {"source": "live", "how": how + " (on the board); " + plain(rec["how"]),
+                "probe": None, "serial": plain(rec.get("device") or "") or True,
+                "target": board.name, "host": plain(rec.get("host", "")),
+                "when": plain(rec.get("when", ""))}
+    prov["capture"] = shown_path(rec_path)
+    return prov

@@ -354,3 +354,98 @@ def escaped_name(raw) -> str:
 # by size before a byte is read instead of ending in a MemoryError. 256 MiB leaves an FP32 ONNX
 # room to be four times its INT8 blob.
 SIZE_CAPS["model"] = 256 * MIB
+
+# ---- line logs (serial consoles, UART captures) ---------------------------------------------
+# A log is a user's file like any other: refused over this cap, never silently cut (one boot's
+# serial console is a few MiB; a 2 GiB file is not a boot log). Within it the file is read in
+# 4 MiB chunks and scanned with bytes.find/count, so the time is the memchr's, not a Python
+# loop per line, and the memory one chunk (an mmap of a 256 MiB sparse log took 6 s of page
+# faults and 280 MiB RSS; read() takes 0.3 s).
+SIZE_CAPS["log"] = 256 * MIB
+LOG_CHUNK = 4 * MIB
+
+
+def find_lines(buf, prefix: bytes, max_line: int):
+    """(line number, bytes) of every line of `buf` (bytes) that starts with `prefix`, in order;
+    a line longer than `max_line` comes back cut to max_line + 1 bytes (so the caller sees that
+    it is over, without holding it). A trailing CR is dropped."""
+    needle = b"\n" + prefix
+    at = 0 if buf[:len(prefix)] == prefix else _after(buf.find(needle))
+    line, counted = 1, 0
+    while at >= 0:
+        line += buf.count(b"\n", counted, at)
+        counted = at
+        end = buf.find(b"\n", at, at + max_line + 2)      # a CR before it may make it + 1
+        stop = end if end >= 0 else min(at + max_line + 2, len(buf))
+        text = buf[at:stop]
+        if (end >= 0 or stop == len(buf)) and text.endswith(b"\r"):     # the line's whole
+            text = text[:-1]
+        yield line, text[:max_line + 1]
+        at = _after(buf.find(needle, at))
+
+
+def _after(found: int) -> int:
+    return found + 1 if found >= 0 else -1
+
+
+def log_lines(path, prefix: bytes, max_line: int, digest=None, kind: str = "log",
+              chunk_size: int = LOG_CHUNK):
+    """find_lines over a log file read through the door (regular files only, SIZE_CAPS[kind]),
+    streamed in LOG_CHUNK pieces; `digest` (a hashlib object) is fed every byte on the way.
+    A line that spans chunks is carried (only its first max_line + 2 bytes when it is long)."""
+    path = Path(path)
+    fd, size = _open_regular(path, kind)
+    with os.fdopen(fd, "rb", closefd=True) as f:
+        yield from stream_lines(f, size, path, prefix, max_line, digest, chunk_size)
+
+
+def stream_lines(f, size: int, path, prefix: bytes, max_line: int, digest=None,
+                 chunk_size: int = LOG_CHUNK):
+    """log_lines' loop over an open binary file `f` of `size` bytes (fstat's)."""
+    keep = max(max_line + 2, len(prefix))
+    number, carry, cut, left = 1, b"", False, size
+    while True:
+        try:
+            chunk = f.read(min(chunk_size, left) if left > 0 else 1)
+        except OSError as exc:
+            raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
+        if left <= 0 or not chunk:
+            if chunk or left > 0:
+                raise SeedfwError("changed while it was read", path)
+            break
+        left -= len(chunk)
+        if digest is not None:
+            digest.update(chunk)
+        if cut:                         # inside a long line: skip to its end
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            yield from _numbered(find_lines(carry + b"\n", prefix, max_line), number)
+            number, carry, cut, chunk = number + 1, b"", False, chunk[nl + 1:]
+        buf = carry + chunk
+        last = buf.rfind(b"\n") + 1
+        yield from _numbered(find_lines(buf[:last], prefix, max_line), number)
+        number += buf.count(b"\n", 0, last)
+        carry = buf[last:]
+        if len(carry) > keep:
+            carry, cut = carry[:keep], True
+    if carry:
+        yield from _numbered(find_lines(carry, prefix, max_line), number)
+
+
+def _numbered(found, first: int):
+    for n, text in found:
+        yield first + n - 1, text
+
+
+def digest_file(path, kind: str = "log", algo: str = "sha256") -> tuple[int, str]:
+    """(size, hex digest) of a regular file within SIZE_CAPS[kind], hashed in LOG_CHUNK reads."""
+    h = hashlib.new(algo)
+    path = Path(path)
+    fd, _size = _open_regular(path, kind)
+    n = 0
+    with os.fdopen(fd, "rb", closefd=True) as f:
+        while (chunk := f.read(LOG_CHUNK)):
+            h.update(chunk)
+            n += len(chunk)
+    return n, h.hexdigest()

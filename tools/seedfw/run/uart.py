@@ -4,6 +4,12 @@ log file, an echo callback and a list, and callers wait for a line, some text, o
 Why a thread: a pipe read cannot time out by itself, and a guest that stops printing must not
 hang the caller. Why chunks rather than lines: a guest may print a prompt without a newline
 ("mcu: idle" before WFI); `wait_text` sees it, lines are still whole lines.
+
+Bounded work: a line is at most MAX_LINE bytes (longer output is cut into MAX_LINE pieces, as a
+terminal wraps it), so a guest that prints megabytes without a newline costs linear time and
+no regex of a caller sees more than MAX_LINE; waits scan only what arrived since they last
+looked. On close the log gets seedfw's capture record (seedfw.counters.provenance): a log
+seedfw wrote from a QEMU it started is `emulated`, whatever its text claims.
 """
 
 from __future__ import annotations
@@ -21,14 +27,29 @@ QEMU_TERMINATING = re.compile(r"^qemu-system-\S+: terminating on signal \d+")
 # QEMU's own messages (stderr shares the pipe), e.g. "warning: nic lan9118.0 has no peer" under
 # -nic none: kept in the log and `lines`, never taken for the guest's line by `wait_line`.
 QEMU_MESSAGE = re.compile(r"^qemu-system-\S+: ")
+MAX_LINE = 64 * 1024        # bytes of one line; longer output is cut into pieces of this size
+
+
+def split_lines(partial: bytes, chunk: bytes) -> tuple[list[bytes], bytes]:
+    """(whole lines, the unfinished rest) of `partial + chunk`, every piece <= MAX_LINE bytes
+    (the rest is < MAX_LINE, so joining it to the next chunk stays linear)."""
+    *whole, rest = (partial + chunk).split(b"\n")
+    out = []
+    for raw in whole:
+        out += [raw[i:i + MAX_LINE] for i in range(0, max(len(raw), 1), MAX_LINE)]
+    while len(rest) >= MAX_LINE:
+        out.append(rest[:MAX_LINE])
+        rest = rest[MAX_LINE:]
+    return out, rest
 
 
 class Uart:
     """Pump `proc.stdout` into `lines`, `log` (written as it arrives) and `echo`."""
 
     def __init__(self, proc, log: Path | None = None, echo: Callable[[str], None] | None = None,
-                 append: bool = False):
+                 append: bool = False, board: str | None = None):
         self.proc = proc
+        self.board = board          # named in the capture record (the log's board)
         self.log = Path(log) if log else None
         self.echo = echo
         self.lines: list[str] = []
@@ -54,7 +75,7 @@ class Uart:
                 if not chunk:
                     break
                 with self._cond:
-                    *whole, self._partial = (self._partial + chunk).split(b"\n")
+                    whole, self._partial = split_lines(self._partial, chunk)
                     for raw in whole:
                         self._line(raw)
                     self._cond.notify_all()
@@ -105,12 +126,31 @@ class Uart:
         """The first whole guest line (not QEMU's own message) matching `pattern` (re.search),
         once one arrived; None when the UART ended or `timeout` passed first (`ended` tells which)."""
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
-        return self._wait(lambda: next((ln for ln in self.lines if rx.search(ln) and
-                                        not QEMU_MESSAGE.match(ln)), None), timeout)
+        seen = 0                    # each line is searched once, not once per wake-up
+
+        def found():
+            nonlocal seen
+            for ln in self.lines[seen:]:
+                seen += 1
+                if rx.search(ln) and not QEMU_MESSAGE.match(ln):
+                    return ln
+            return None
+        return self._wait(found, timeout)
 
     def wait_text(self, text: str, timeout: float) -> bool:
         """Whether `text` appeared (partial line included) within `timeout`."""
-        return bool(self._wait(lambda: True if text in self.text() else None, timeout))
+        seen, carry = 0, ""         # lines already looked at; the end of them a match may span
+
+        def found():
+            nonlocal seen, carry
+            new = "".join(line + "\n" for line in self.lines[seen:])
+            seen = len(self.lines)
+            hay = carry + new
+            if text in hay + self._partial.decode(errors="replace"):
+                return True
+            carry = hay[-len(text):] if text else ""
+            return None
+        return bool(self._wait(found, timeout))
 
     def wait_end(self, timeout: float) -> bool:
         """Whether the UART ended (QEMU exited) within `timeout`."""
@@ -127,3 +167,12 @@ class Uart:
             with self._cond:
                 self._file.close()
                 self._file = None
+            from ..counters import provenance
+            from ..errors import SeedfwError
+            try:
+                provenance.write_capture(self.log, "emulated", "UART of a QEMU that seedfw "
+                                         "started", board=self.board or "",
+                                         qemu_binary=str(self.proc.args[0]) if self.proc.args
+                                         else "")
+            except SeedfwError:     # a log over the log cap: nothing will read it as a log
+                pass

@@ -207,7 +207,10 @@ def groups_of(bw: dict) -> list[tuple[str, list]]:
 
 def _measured_warning(prov: dict, name: str) -> str | None:
     """What a reader of the counters must not miss: synthetic, emulated or unknown origin."""
-    from ...counters.provenance import EMULATED_NOTE
+    from ...counters.provenance import EMULATED_NOTE, USER_LOG
+    if prov["label"] == USER_LOG:
+        return (f"the counters in {name} come from a log file handed to seedfw, not one it "
+                "captured from a board: recorded, not measured on the board")
     if prov["synthetic"]:
         return (f"the counters in {name} are decoded from SYNTHETIC recorded register values "
                 "(test data), not read from hardware")
