@@ -14,6 +14,7 @@ Negative control: a planted module that reads a command-line path directly is fo
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "tools" / "seedfw"
@@ -61,15 +62,28 @@ def _writes(call: ast.Call) -> bool:
         any(c in mode.value for c in "wax") and "+" not in mode.value
 
 
+# A direct read that is not of outside bytes (a file this run just wrote, the kernel's own
+# /proc and /sys, an image the flash checks already vetted) says so where it stands, with its
+# reason: `# door: <why>` on the line. The reason is for a reviewer; this test only insists that
+# there is one, so a new direct read is always a decision someone wrote down.
+EXEMPT = re.compile(r"#\s*door:\s*\S.{10,}")
+
+
 def violations(root: Path) -> list[str]:
     out = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         if rel in DOOR or not rel.startswith(OUTSIDE_FACING):
             continue
-        for line, what in direct_reads(ast.parse(path.read_text())):
-            out.append(f"{rel}:{line}: {what}")
-    return out
+        text = path.read_text()
+        lines = text.splitlines()
+        for line, what in direct_reads(ast.parse(text)):
+            # on the line, or alone on the line above (where a continuation allows no comment)
+            if not (EXEMPT.search(lines[line - 1]) or
+                    (line > 1 and lines[line - 2].lstrip().startswith("#")
+                     and EXEMPT.search(lines[line - 2]))):
+                out.append(f"{rel}:{line}: {what}")
+    return sorted(out, key=lambda v: (v.split(":")[0], int(v.split(":")[1])))
 
 
 def test_outside_facing_modules_read_only_through_the_door():
@@ -90,6 +104,9 @@ def test_negative_control_a_direct_read_is_found(tmp_path):
         "def other(p):\n    with open(p) as f:\n        return json.load(f)\n"
         "def out(p):\n    with open(p, 'wb') as f:\n        f.write(b'')\n")
     (pkg / "report" / "fine.py").write_text(
-        "from ..images import reading\ndef main(p):\n    return reading.read_text(p, 'json')\n")
-    assert violations(pkg) == ["report/planted.py:4: .read_text()", "report/planted.py:6: open()",
-                               "report/planted.py:7: json.load()"]
+        "from ..images import reading\ndef main(p):\n    return reading.read_text(p, 'json')\n"
+        "def own(p):\n    return p.read_text()  # door: the file this function just wrote\n"
+        "def lazy(p):\n    return p.read_text()  # door: ok\n")
+    # (a reason of a few characters is no reason: fine.py:7 counts)
+    assert violations(pkg) == ["report/fine.py:7: .read_text()", "report/planted.py:4: .read_text()",
+                               "report/planted.py:6: open()", "report/planted.py:7: json.load()"]

@@ -147,7 +147,7 @@ class _ElfFile:
         except OSError:
             pass        # reported by open() below, with its own message
         try:
-            self.f = open(path, "rb")
+            self.f = open(path, "rb")  # door: stat-checked above; read in bounded pieces (ELF_CAPS)
         except FileNotFoundError:
             raise SeedfwError("no such file", path) from None
         except IsADirectoryError:
@@ -444,7 +444,9 @@ def load_stats(path: str | os.PathLike, top: int = 10) -> list[dict]:
     """An ELF file or a saved stats JSON → list of per-file stats dicts."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        from .images import reading
+        reading.refuse_special(path)       # a FIFO would block the open below
+        with open(path, "rb") as f:  # door: refuse_special first; 4 bytes
             head = f.read(4)
     except FileNotFoundError:
         raise SeedfwError("no such file", path) from None
@@ -459,7 +461,7 @@ def load_stats(path: str | os.PathLike, top: int = 10) -> list[dict]:
             raise SeedfwError(f"over the {reading.SIZE_CAPS['json'] >> 20} MiB limit for JSON "
                               "inputs", path)
         try:
-            text = path.read_text()
+            text = path.read_text()  # door: refuse_special and the JSON cap above
             if text.count("[") + text.count("{") > reading.CAPS["json_depth"]:
                 reading.check_depth(text, path, None)   # before json.loads can recurse
             doc = json.loads(text)

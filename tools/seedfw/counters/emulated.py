@@ -34,6 +34,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import util
 from ..errors import SeedfwError
 from . import provenance
 from .base import CounterSource
@@ -72,7 +73,7 @@ def _elf_info(path: Path):
     from .. import stats
 
     stats.read_elf(path, top=0)          # a truncated or foreign file is one clear error
-    with open(path, "rb") as f:
+    with open(path, "rb") as f:  # door: checked by stats.read_elf first (bounded, regular file)
         elf = ELFFile(f)
         spans = [(s["p_vaddr"], s["p_vaddr"] + s["p_memsz"]) for s in elf.iter_segments()
                  if s["p_type"] == "PT_LOAD" and s["p_flags"] & 1 and s["p_memsz"]]
@@ -107,7 +108,7 @@ def _elf_phase(name: str, path: Path, base: int = 0) -> tuple[Phase, dict | None
 def roles(outdir: Path) -> set[str]:
     """The boot artifacts' declared roles in the build's manifest."""
     try:
-        manifest = json.loads((Path(outdir) / "manifest.json").read_text())
+        manifest = util.read_json(Path(outdir) / "manifest.json")
     except (OSError, ValueError) as exc:
         raise SeedfwError(f"cannot read the build manifest: {exc}", Path(outdir) / "manifest.json")
     return {a["declared"]["role"] for a in manifest.get("artifacts", []) if a.get("declared")}
@@ -240,7 +241,7 @@ def dma(trace: Path) -> dict:
     out = {"reads": 0, "read_bytes": 0, "writes": 0, "write_bytes": 0}
     if not trace.is_file():
         return out
-    with open(trace, errors="replace") as f:
+    with open(trace, errors="replace") as f:  # door: QEMU's trace file, written by this run
         for line in f:
             m = _TRACE.match(line)
             if m:
@@ -306,8 +307,8 @@ def collect(board, outdir: Path, outfile: Path, what: str) -> dict:
     if not f["raw"].is_file():
         raise SeedfwError("the QEMU plugin wrote no counts (QEMU did not exit normally?)", f["raw"])
     try:
-        raw = json.loads(f["raw"].read_text())
-        plan_doc = json.loads(f["plan"].read_text())
+        raw = util.read_json(f["raw"])
+        plan_doc = util.read_json(f["plan"])
     except ValueError as exc:
         raise SeedfwError(f"not JSON: {exc}", f["raw"]) from None
     src = EmulatedTrafficCounters(board, outdir, outfile, what)
@@ -390,5 +391,5 @@ class EmulatedTrafficCounters(CounterSource):
                 "note": NOTE}
 
     def sample(self, reader=None) -> dict:
-        doc = json.loads(Path(self.outfile).read_text())
+        doc = util.read_json(Path(self.outfile))
         return {**doc["settings"], **doc["readings"]}

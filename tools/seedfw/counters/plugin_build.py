@@ -83,7 +83,7 @@ def header(dest_dir: Path, log: Path | None = None, progress=print) -> Path:
 
 
 def header_api_version(path: Path) -> int:
-    m = re.search(r"^#define QEMU_PLUGIN_VERSION (\d+)", Path(path).read_text(), re.MULTILINE)
+    m = re.search(r"^#define QEMU_PLUGIN_VERSION (\d+)", Path(path).read_text(), re.MULTILINE)  # door: the pinned QEMU header
     if not m:
         raise SeedfwError("no QEMU_PLUGIN_VERSION", path)
     return int(m.group(1))

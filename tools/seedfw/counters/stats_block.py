@@ -36,7 +36,7 @@ def symbol_address(elf_path: str | Path, name: str = SYMBOL) -> tuple[int, int]:
 
     elf_path = Path(elf_path)
     stats.read_elf(elf_path, top=0)
-    with open(elf_path, "rb") as f:
+    with open(elf_path, "rb") as f:  # door: checked by stats.read_elf first (bounded)
         elf = ELFFile(f)
         # Loop over sections by index: some stripped ELFs make iter_sections() raise.
         for i in range(elf.num_sections()):

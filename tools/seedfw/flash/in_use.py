@@ -62,7 +62,7 @@ def _read(path: Path, cap: int = SMALL) -> str:
     """A kernel-written text file, '' when it is not there (a sysfs attribute may vanish while we
     look: a loop device detached)."""
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") as f:  # door: /proc and /sys, the kernel's own files, capped
             return f.read(cap).decode("utf-8", "surrogateescape")
     except OSError:
         return ""

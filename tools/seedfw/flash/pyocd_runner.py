@@ -28,7 +28,7 @@ def image_regions(image: Path, bin_base: int) -> list[tuple[int, bytes]]:
         from elftools.elf.elffile import ELFFile
 
         regions = []
-        with open(image, "rb") as f:
+        with open(image, "rb") as f:  # door: the image to flash, checked by image_checks
             elf = ELFFile(f)
             for seg in elf.iter_segments():
                 if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]:
@@ -39,7 +39,7 @@ def image_regions(image: Path, bin_base: int) -> list[tuple[int, bytes]]:
 
         ih = IntelHex(str(image))
         return [(start, ih.tobinstr(start, end - 1)) for start, end in ih.segments()]
-    return [(bin_base, image.read_bytes())]
+    return [(bin_base, image.read_bytes())]  # door: the image to flash, checked by image_checks
 
 
 class PyocdRunner(FlashRunner):

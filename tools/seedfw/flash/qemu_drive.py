@@ -100,7 +100,7 @@ class QemuDriveRunner(FlashRunner):
             # rename below would leave them on the old bytes, the report on the new ones
             in_use.refuse_in_use(target)
         started = time.monotonic()
-        data = image.read_bytes()
+        data = image.read_bytes()  # door: the image to flash, checked by image_checks
         want = self.contents(drive, data, image)
         util.write_bytes(target, want)
         result = FlashResult(image=image, backend=self.name, programmed_bytes=len(data),
@@ -108,7 +108,7 @@ class QemuDriveRunner(FlashRunner):
         self.log(f"programmed {len(data):,} bytes of {name} into drive '{drive['name']}' "
                  f"({target}, {len(want):,} bytes)")
         if verify:
-            got = target.read_bytes()
+            got = target.read_bytes()  # door: read-back of the drive this runner wrote
             digest = hashlib.sha256(got).hexdigest()
             if digest != hashlib.sha256(want).hexdigest():
                 bad = first_mismatch(want, got)

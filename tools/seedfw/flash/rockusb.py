@@ -34,7 +34,7 @@ def default_sector(image: Path) -> int:
     sector 0, an RKNS idblock image (u-boot-rockchip.bin) at 64, a FIT (our firmware FIT) at the
     start of the firmware partition."""
     from ..parts import disk
-    with open(image, "rb") as f:
+    with open(image, "rb") as f:  # door: 1 KiB head of the image to flash
         head = f.read(1024)
     if head[512:520] == b"EFI PART":
         return 0
@@ -117,7 +117,7 @@ class RockusbRunner(FlashRunner):
         ranges = self.ranges(image)
         result = FlashResult(image=image, backend=self.name)
         self._run([self.tool, "db", self.loader])
-        with open(image, "rb") as f, tempfile.TemporaryDirectory(prefix="rockusb-") as tmp:
+        with open(image, "rb") as f, tempfile.TemporaryDirectory(prefix="rockusb-") as tmp:  # door: the image to flash, checked by image_checks
             for offset, length in ranges:
                 f.seek(offset)
                 data = f.read(length)
@@ -132,7 +132,7 @@ class RockusbRunner(FlashRunner):
                     back = Path(tmp) / "readback.bin"
                     back.unlink(missing_ok=True)
                     self._run([self.tool, "rl", first, len(data) // SECTOR, back])
-                    got = back.read_bytes() if back.is_file() else b""
+                    got = back.read_bytes() if back.is_file() else b""  # door: rkdeveloptool's read-back
                     bad = first_mismatch(data, got)
                     if bad is not None:
                         raise SeedfwError(f"verify failed: sector {first + bad // SECTOR} read back "

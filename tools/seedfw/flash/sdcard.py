@@ -80,6 +80,7 @@ class SdcardRunner(FlashRunner):
         result = FlashResult(image=image, backend=self.name, regions=list(ranges),
                              programmed_bytes=sum(n for _, n in ranges))
         if verify:
+            # door: the image just written, read again for the verify pass (next line)
             with open(image, "rb") as src, in_use.exclusive(self.target) as fd, \
                     os.fdopen(os.dup(fd), "rb") as dst:
                 for offset, length in ranges:

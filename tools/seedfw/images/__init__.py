@@ -40,8 +40,8 @@ def collect_entries(config_values: dict, board, images_dir: str | Path,
     """firmware (in the given order), DVFS table, OPP fragment, models (manifest order)."""
     outs = dvfs_hints.build_outputs(board, config_values, images_dir, elf_paths, log=log)
     entries: list[Entry] = [e for n, p in firmware_paths.items() for e in firmware_entries(board, n, p)]
-    entries.append(DvfsEntry("dvfs", outs["bin"].read_bytes()))
-    entries.append(FdtEntry("opp", outs["dtb"].read_bytes()))
+    entries.append(DvfsEntry("dvfs", outs["bin"].read_bytes()))  # door: written above
+    entries.append(FdtEntry("opp", outs["dtb"].read_bytes()))  # door: written above
     entries += [ModelEntry.from_model(m) for m in models.for_build(board, config_values)]
     return entries
 
@@ -85,7 +85,7 @@ def build_images(config_values: dict, board, images_dir: str | Path,
         written.append(fit_path)
         if sign:
             written.append(sign["pubkey_dtb"])
-    blob = pkg_path.read_bytes()
+    blob = pkg_path.read_bytes()  # door: the package this function just wrote
     manifest = images_dir / "images.json"
     write_json(manifest, {
         "board": board.name,

@@ -101,7 +101,7 @@ class FirmwareEntry(Entry):
 
         out = []
         try:
-            with open(path, "rb") as f:
+            with open(path, "rb") as f:  # door: an ELF this build compiled
                 elf = ELFFile(f)
                 entry = elf["e_entry"]
                 for seg in elf.iter_segments():

@@ -110,7 +110,7 @@ def _build_in(entries, target, work, description, key_dir, key_name, pubkey_dtb,
                                   key_dir, "IMAGE_SIGN_KEY_DIR")
     its = work / "image.its"
     write_text(its, make_its(entries, description, names, key_name if signing else None))
-    write_text(target.with_name(target.name + ".its"), its.read_text())
+    write_text(target.with_name(target.name + ".its"), its.read_text())  # door: the .its this build wrote
     env = {"SOURCE_DATE_EPOCH": str(source_date_epoch())}
     log = Path(log).resolve() if log else work / "mkimage.log"
     with atomic_path(target) as tmp:

@@ -199,7 +199,7 @@ def to_loader(recipe: Recipe, blobs: dict[str, Path], pins: dict[str, str],
             raise recipe.error(f"{v.text} is not a pinned blob (pinned: {', '.join(sorted(pins))})",
                                v.line)
         if name not in data:
-            raw = Path(blobs[name]).read_bytes()
+            raw = Path(blobs[name]).read_bytes()  # door: a pinned blob, its sha256 checked next
             actual = hashlib.sha256(raw).hexdigest()
             if actual != pins[name]:
                 raise recipe.error(f"{v.text}: sha256 {actual} is not the pinned {pins[name]}",

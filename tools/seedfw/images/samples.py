@@ -136,7 +136,7 @@ def make_all(out: Path) -> dict[str, Path]:
     idb = idblock_bytes([b"TPL" * 300, b"SPL" * 700])
     paths["idbloader"] = out / "tiny-idbloader.img"
     paths["idbloader"].write_bytes(idb)
-    itb = paths["fit"].read_bytes()
+    itb = paths["fit"].read_bytes()  # door: a sample this module made
     rockchip = bytearray(idblock.SD_FIT_OFFSET + len(itb))
     rockchip[:len(idb)] = idb
     rockchip[idblock.SD_FIT_OFFSET:] = itb
@@ -178,7 +178,7 @@ def write_sparse_gpt_disk(path, parts: list[tuple[str, int, Path]], lbas: int) -
         out.seek((lbas - 33) * SECTOR)
         out.write(bytes(array) + header(lbas - 1, 1, lbas - 33))
         for (_name, first, f) in parts:
-            with open(f, "rb") as src:
+            with open(f, "rb") as src:  # door: a sample this module made
                 fd, end, at = src.fileno(), os.fstat(src.fileno()).st_size, 0
                 while at < end:
                     try:

@@ -91,7 +91,7 @@ def model_figures(outdir: Path) -> dict:
     """model-bytes, model-weights, model-drop from <out>/images/models.json."""
     path = Path(outdir) / "images" / "models.json"
     try:
-        cards = json.loads(path.read_text())["models"]
+        cards = util.read_json(path)["models"]
     except (OSError, ValueError, KeyError):
         raise SeedfwError("no model cards (CONFIG_MODELS off, or no compiled models)", path) \
             from None
@@ -140,7 +140,7 @@ def storage_bytes(outdir: Path, board_name: str | None = None) -> int:
     declare it), each counted once: an image found byte for byte inside another (U-Boot inside
     the FIP, the boot package inside the FIT) is not counted again, and qemu_fw.bios counts as
     bl1.bin + fip.bin because the padding between them is never read."""
-    manifest = json.loads((outdir / "manifest.json").read_text())
+    manifest = util.read_json(outdir / "manifest.json")
     images = outdir / "images"
     files = [outdir / a["path"] for a in manifest["artifacts"] if a["role"] == "boot"]
     fit = images / f"{board_name or manifest['board']}.itb"
@@ -150,9 +150,9 @@ def storage_bytes(outdir: Path, board_name: str | None = None) -> int:
     for f in files:
         if f.name == "qemu_fw.bios" and (images / "bl1.bin").is_file() \
                 and (images / "fip.bin").is_file():
-            blobs[f.name] = (images / "bl1.bin").read_bytes() + (images / "fip.bin").read_bytes()
+            blobs[f.name] = (images / "bl1.bin").read_bytes() + (images / "fip.bin").read_bytes()  # door: the trial's own build output
         else:
-            blobs[f.name] = f.read_bytes()
+            blobs[f.name] = f.read_bytes()  # door: the trial's own build output
     inside: dict[str, list[str]] = {n: [m for m, b in blobs.items() if m != n and len(b) < len(d)
                                         and b in d] for n, d in blobs.items()}
     containers = {n for n, parts in inside.items() if parts and _only_padding(blobs[n], [
@@ -188,12 +188,12 @@ def decoder_bytes(outdir: Path) -> int:
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
     try:
-        comp = json.loads((outdir / "compression.json").read_text())
+        comp = util.read_json(outdir / "compression.json")
     except FileNotFoundError:
         return 0                          # nothing compressed: no decoder linked
     total = 0
     for elf_rel in sorted({i["elf"] for i in comp.get("images", [])}):
-        data = (outdir / elf_rel).read_bytes()
+        data = (outdir / elf_rel).read_bytes()  # door: the trial's own build output
         key = util.sha256_bytes(data)
         if key not in _DECODER_BYTES:     # most trials leave the ELFs as they were: parse once
             elf = ELFFile(io.BytesIO(data))
@@ -210,7 +210,7 @@ _DECODER_BYTES: dict[str, int] = {}
 
 def expanded_bytes(outdir: Path) -> int:
     try:
-        comp = json.loads((outdir / "compression.json").read_text())
+        comp = util.read_json(outdir / "compression.json")
     except FileNotFoundError:
         return 0
     return sum(int(s["raw"]) for s in comp.get("sections", []))
@@ -295,7 +295,7 @@ def compute(objectives: list[Objective], outdir: Path, values: dict, uart: list[
             out[o.name] = round(expanded_bytes(outdir) * speed["value"]) if compressed else 0
             notes[o.name] = f"{speed['value']} cycles/byte ({speed['kind']}: {speed['note']})"
         elif o.counted:
-            out[o.name] = dram_read_bytes(json.loads(_counted_file(outdir).read_text()))
+            out[o.name] = dram_read_bytes(util.read_json(_counted_file(outdir)))
             notes[o.name] = "emulated: seedfw's QEMU plugin, -icount shift=0 (not board time)"
         elif o.name.startswith("model-"):
             out[o.name] = model_figures(outdir)[o.name]

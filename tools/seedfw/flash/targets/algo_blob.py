@@ -33,7 +33,7 @@ def read_algo_elf(path: str | Path) -> tuple[bytes, dict[str, int]]:
     """Return (blob bytes, {cmsis name: offset in blob}) from a flash-algo ELF linked at 0."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") as f:  # door: the flash algorithm this build compiled
             elf = ELFFile(f)
             text = elf.get_section_by_name(".text")
             if text is None:
