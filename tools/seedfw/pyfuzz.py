@@ -19,6 +19,7 @@ Targets (one reader each; seeds are seedfw.images.samples' real images and the b
   py-yaml      yamlfile.load (duplicate keys, aliases, sizes)
   py-json      reading.loads_json (size/depth)
   py-pubkey    fit_sig.load_keys (public-key DTB)
+  py-report    the report's inputs and the renderers of their sections (report/fuzzing.py)
 
 Run: `invoke fuzz --target py-fdt --runs 1000000` (or --seconds). Executions and crashes are
 atheris/libFuzzer's own final counters (measured).
@@ -40,12 +41,13 @@ from .errors import SeedfwError
 from .paths import BOARD_DIR, ROOT
 
 TARGETS = ("py-inspect", "py-fdt", "py-package", "py-gpt", "py-idblock", "py-lz4", "py-dvfs",
-           "py-rknn", "py-yaml", "py-json", "py-pubkey")
+           "py-rknn", "py-yaml", "py-json", "py-pubkey", "py-report")
 # -max_len per target: the seeds fit (samples are small on purpose); shorter inputs keep the
 # executions per second up, which is what reaching 1 M runs per reader on 2 cores needs.
 MAX_LEN = {"py-inspect": 16384, "py-fdt": 8192, "py-pubkey": 8192, "py-package": 4096,
            "py-gpt": 20480, "py-idblock": 8192, "py-lz4": 4096, "py-dvfs": 4096,
-           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64}
+           "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64,
+           "py-report": 2048}
 CRASHES_KEPT = ROOT / "tests" / "hostile_crashes"
 
 
@@ -82,6 +84,9 @@ def reader(target: str):
     if target == "py-pubkey":
         from .images import fit_sig
         return lambda d: fit_sig.load_keys(d, "fuzz")
+    if target == "py-report":
+        from .report import fuzzing
+        return fuzzing.reader()
     if target == "py-planted":
         # The negative control (tests/test_hostile_inputs.py): a reader with a planted bug —
         # an IndexError behind a 3-byte prefix — that a working campaign must find.
@@ -121,6 +126,7 @@ def seeds(target: str, out: Path) -> Path:
             "py-yaml": [p.read_bytes() for p in sorted(BOARD_DIR.glob("*/*.yaml"))],
             "py-json": [b'{"a": [1, 2.5, "x", {"b": null}], "c": true}'],
             "py-planted": [b"[1]"],
+            "py-report": _report_seeds(),
         }[target]
         limit = MAX_LEN[target]
         for i, data in enumerate(by_target):
@@ -128,6 +134,11 @@ def seeds(target: str, out: Path) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def _report_seeds() -> list[bytes]:
+    from .report import fuzzing
+    return fuzzing.seeds()
 
 
 def _rknn_seed() -> bytes:
