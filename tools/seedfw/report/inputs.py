@@ -379,7 +379,7 @@ def read_counters(path: Path | None):
         if isinstance(node, (int, float)):
             if node < 0:            # counters count: a negative one is a broken document
                 raise SeedfwError(f"must not be negative ({node:g})", path,
-                                  f"readings.{prefix}" if prefix else "readings")
+                                  f"readings.{reading.plain(prefix)}" if prefix else "readings")
             fig = dict(name=prefix, value=node, kind="measured", source=path.name,
                        unit=_guess_unit(prefix), provenance=fig_prov)
             if fig_prov["synthetic"]:

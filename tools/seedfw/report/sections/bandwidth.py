@@ -319,9 +319,16 @@ def _models(outdir, config, manifest, board) -> dict:
     return part
 
 
-def _lz4_size(path: Path, level: int) -> tuple[int, str]:
+LZ4_CAP = 256 << 20        # a blob the report compresses itself (a 3 GiB sparse file is not)
+
+
+def _lz4_size(path: Path, level: int) -> tuple[int | None, str]:
     import lz4.block
-    data = path.read_bytes()
+
+    from ...images import reading
+    if path.stat().st_size > LZ4_CAP:
+        return None, f"not computed: blob over {LZ4_CAP >> 20} MiB"
+    data = reading.read_input(path, "image")
     if level and len(data) <= (16 << 20):    # HC is 7-40 MB/s through Python: cap its input
         return len(lz4.block.compress(data, mode="high_compression", compression=level,
                                       store_size=False)), f"LZ4 HC level {level}"
