@@ -186,6 +186,14 @@ def test_manifest_path_outside_the_output_directory(outdir):
                                "outside the output directory: refused")
 
 
+def test_manifest_elfs_not_a_list(outdir):
+    """The py-report campaign's crash (tests/hostile_crashes/py-report/): `"elfs": 0` was
+    `TypeError: 'int' object is not iterable` in find_elfs."""
+    write(outdir, "manifest.json", {"images": [{}], "elfs": 0})
+    fails_with(report(outdir), f"error: {outdir / 'manifest.json'}: elfs: must be a list or an "
+                               "object of entries")
+
+
 def test_terminal_notes_are_plain(outdir):
     write(outdir, "manifest.json", {"non_functional": {"a.bin": "\x1b]8;;http://x\x07click"}})
     run = report(outdir)

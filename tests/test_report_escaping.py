@@ -158,7 +158,6 @@ def test_only_safe_makes_markup():
     """By construction: outside report/safe.py no module calls Markup(), imports the stdlib
     html module, or marks computed text as trusted Markdown (Md(<anything but a literal>));
     format.py's table rows, joined from md()-escaped cells, are the one listed exception."""
-    import ast
     from pathlib import Path
     report_dir = Path(safe.__file__).parent
     found = []

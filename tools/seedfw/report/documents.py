@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SeedfwError
-from .fields import check
 from .inputs import check_provenance, load_json
 
 REGION = {"load_bytes?": "count", "store_bytes?": "count", "loads?": "count", "stores?": "count"}

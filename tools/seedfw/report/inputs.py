@@ -109,6 +109,9 @@ def read_manifest(outdir: Path):
     if data is not None:
         check(data, MANIFEST_FIELDS, path)
         for key in ("images", "artifacts", "models", "elfs"):
+            # a list of entries or {name: entry}; `"elfs": 0` was a TypeError (py-report crash)
+            if not isinstance(data.get(key), (list, dict, type(None))):
+                raise SeedfwError("must be a list or an object of entries", path, key)
             for i, entry in enumerate(_manifest_entries(data, key)):
                 check(entry, ENTRY_FIELDS, path, f"{key}[{i}]")
     return data, note

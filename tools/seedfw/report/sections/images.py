@@ -57,5 +57,5 @@ class Images(Section):
         return html("<h2>Images</h2>\n{{ table }}", table=html_table(
             ["image", "format", "size (bytes)", "sha256", "manifest"],
             [[i["file"], i["format"] or "–", num(i["size"]["value"]),
-              html("<code>{{ s }}</code>", s=i["sha256"]), _CHECK_HTML[i["sha256_matches_manifest"]]]
-             for i in part["items"]], {2}))
+              html("<code>{{ s }}</code>", s=i["sha256"]),
+              _CHECK_HTML[i["sha256_matches_manifest"]]] for i in part["items"]], {2}))
