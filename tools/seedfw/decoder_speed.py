@@ -63,8 +63,10 @@ def _load(path: Path) -> dict:
         if key not in data:
             raise SeedfwError("missing field (written by bench/lz4_speed.py?)", path, key)
     cpb = data["cycles_per_byte"]
-    if not isinstance(cpb, (int, float)) or isinstance(cpb, bool) or cpb <= 0:
-        raise SeedfwError("must be a positive number", path, "cycles_per_byte")
+    # NaN compares false with everything and 1e999 parses as inf: both would pass "> 0"
+    if not isinstance(cpb, (int, float)) or isinstance(cpb, bool) or not 0 < cpb < 1e6:
+        raise SeedfwError("must be a positive number (below 1,000,000)", path,
+                          "cycles_per_byte")
     return data
 
 

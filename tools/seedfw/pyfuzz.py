@@ -23,6 +23,7 @@ Targets (one reader each; seeds are seedfw.images.samples' real images and the b
                seeds: small ext2 and ext4 made by mke2fs -d, padded to their size with zeros)
   py-agentlog  counters.perf_live: a log file's agent lines (parse_log) and the same bytes as
                QEMU UART lines (run.uart.split_lines, then parse)
+  py-report    the report's inputs and the renderers of their sections (report/fuzzing.py)
 
 Run: `invoke fuzz --target py-fdt --runs 1000000` (or --seconds). Executions and crashes are
 atheris/libFuzzer's own final counters (measured).
@@ -45,13 +46,13 @@ from .errors import SeedfwError
 from .paths import BOARD_DIR, ROOT
 
 TARGETS = ("py-inspect", "py-fdt", "py-package", "py-gpt", "py-idblock", "py-lz4", "py-dvfs",
-           "py-rknn", "py-yaml", "py-json", "py-pubkey", "py-ext4", "py-agentlog")
+           "py-rknn", "py-yaml", "py-json", "py-pubkey", "py-ext4", "py-agentlog", "py-report")
 # -max_len per target: the seeds fit (samples are small on purpose); shorter inputs keep the
 # executions per second up, which is what reaching 1 M runs per reader on 2 cores needs.
 MAX_LEN = {"py-inspect": 16384, "py-fdt": 8192, "py-pubkey": 8192, "py-package": 4096,
            "py-gpt": 20480, "py-idblock": 8192, "py-lz4": 4096, "py-dvfs": 4096,
            "py-rknn": 1024, "py-yaml": 512, "py-json": 2048, "py-planted": 64,
-           "py-ext4": 40960, "py-agentlog": 5000}
+           "py-ext4": 40960, "py-agentlog": 5000, "py-report": 2048}
 EXT4_SEED_SIZE = 128 << 10     # py-ext4: inputs are the head of a file system this large
 CRASHES_KEPT = ROOT / "tests" / "hostile_crashes"
 
@@ -125,6 +126,9 @@ def reader(target: str):
                 raise AssertionError(f"log and UART readers disagree: {got[0]} != {got[1]}")
             return got[0]
         return agentlog
+    if target == "py-report":
+        from .report import fuzzing
+        return fuzzing.reader()
     if target == "py-planted":
         # The negative control (tests/test_hostile_inputs.py): a reader with a planted bug —
         # an IndexError behind a 3-byte prefix — that a working campaign must find.
@@ -164,6 +168,7 @@ def seeds(target: str, out: Path) -> Path:
             "py-yaml": [p.read_bytes() for p in sorted(BOARD_DIR.glob("*/*.yaml"))],
             "py-json": [b'{"a": [1, 2.5, "x", {"b": null}], "c": true}'],
             "py-planted": [b"[1]"],
+            "py-report": _report_seeds(),
             "py-agentlog": _agentlog_seeds(),
         }.get(target)
         if target == "py-ext4":
@@ -207,6 +212,11 @@ def _agentlog_seeds() -> list[bytes]:
              b"agent: perf bad spec 'x' (want PMU/EVENT,EVENT/KCONFIG)"]
     return [b"$ qemu-system-aarch64 -M virt\r\n[    1.0] Linux\r\n" + b"\r\n".join(lines)
             + b"\r\nagent: ok\r\n", *lines]
+
+
+def _report_seeds() -> list[bytes]:
+    from .report import fuzzing
+    return fuzzing.seeds()
 
 
 def _rknn_seed() -> bytes:

@@ -137,5 +137,6 @@ def report(c, board=None, output=None, baseline=None, counters=None):
     written = write_report(data, outdir)
     for path in written.values():
         print(f"wrote {os.path.relpath(path)}")
-    for note in data["notes"]:
-        print(f"note: {note}")
+    from ..report.safe import term
+    for note in data["notes"]:          # notes quote outside text: shown plain, never as escapes
+        print(f"note: {term(note)}")

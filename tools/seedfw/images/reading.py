@@ -449,3 +449,56 @@ def digest_file(path, kind: str = "log", algo: str = "sha256") -> tuple[int, str
             h.update(chunk)
             n += len(chunk)
     return n, h.hexdigest()
+
+def loads_json_strict(text: str | bytes, source=None, field: str | None = None, max_bytes=None):
+    """loads_json for documents whose numbers are meant as numbers (counters, report inputs):
+    NaN, Infinity and 1e999 (which json.loads turns into floats nobody can compare or print
+    as a count) and integers longer than Python's 4,300-digit conversion limit (a ValueError
+    from json.loads) are one error line naming the field, never a value that leaks into a
+    report as "nan bytes"."""
+    limit = SIZE_CAPS["json"] if max_bytes is None else max_bytes
+    if len(text) > limit:
+        raise SeedfwError(f"JSON of {len(text)} bytes is over the {limit >> 20} MiB limit",
+                          source, field)
+    if isinstance(text, bytes):
+        text = strict_utf8(text, source, field or "JSON")
+    check_depth(text, source, field)
+
+    def whole(digits: str) -> int:
+        if len(digits.lstrip("-")) > 64:        # no count of ours needs more than 64 digits
+            raise SeedfwError(f"an integer of {len(digits.lstrip('-'))} digits: refused",
+                              source, field or "JSON")
+        return int(digits)
+
+    try:
+        data = json.loads(text, parse_int=whole)
+    except json.JSONDecodeError as exc:
+        raise SeedfwError(f"not valid JSON: {exc.msg}", source,
+                          field or f"line {exc.lineno}") from None
+    except RecursionError:          # check_depth makes this unreachable; kept as a backstop
+        raise SeedfwError("JSON nested too deeply", source, field) from None
+    bad = first_non_finite(data)
+    if bad is not None:
+        where, value = bad
+        raise SeedfwError(f"{value} is not a finite number: refused", source,
+                          ".".join(p for p in (field, where) if p) or None)
+    return data
+
+
+def first_non_finite(data) -> tuple[str, str] | None:
+    """(field path, 'NaN'|'Infinity'|'-Infinity') of the first non-finite float in a parsed
+    JSON value, or None. Iterative (the depth is bounded, but no recursion is needed); keys in
+    the path are shown plain (control bytes escaped)."""
+    stack = [("", data)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, float) and node != node:
+            return where or "(top level)", "NaN"
+        if isinstance(node, float) and node in (float("inf"), float("-inf")):
+            return where or "(top level)", "Infinity" if node > 0 else "-Infinity"
+        if isinstance(node, dict):
+            stack += [(f"{where}.{plain(k)}" if where else plain(k), v)
+                      for k, v in reversed(list(node.items()))]
+        elif isinstance(node, list):
+            stack += [(f"{where}[{i}]", v) for i, v in reversed(list(enumerate(node)))]
+    return None

@@ -9,9 +9,8 @@ bandwidth — drawn by report/format.bar_chart), then the notes.
 
 from __future__ import annotations
 
-from html import escape
-
 from .format import KINDS_LINE
+from .safe import html, literal
 from .sections import sections
 
 CSS = """
@@ -23,18 +22,21 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.85em}
 span[data-synthetic]{color:#b00020;font-weight:bold}.warn{color:#b00020;font-weight:bold}
 """
 
+# The page is one autoescaping template (report/safe.py): the board name, the notes and
+# anything a section returns that is not Markup are shown as text. CSS is trusted source.
+PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>seedfw report: \
+{{ board }}</title><style>{{ css }}</style></head><body>
+<h1>seedfw report: {{ board }}</h1>
+<p>{{ kinds }}</p>
+{% for part in parts %}{{ part }}
+{% endfor %}{% if notes %}<h2>Notes</h2><ul>{% for n in notes %}<li>{{ n }}</li>{% endfor %}\
+</ul>
+{% endif %}</body></html>
+"""
+
 
 def render(report: dict) -> str:
-    e = escape
-    h = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-         f"<title>seedfw report: {e(report['board'])}</title><style>{CSS}</style></head><body>",
-         f"<h1>seedfw report: {e(report['board'])}</h1>",
-         f"<p>{e(KINDS_LINE.replace('**', ''))}</p>"]
-    for section in sections():
-        if section.name in report:
-            h.append(section.html(report[section.name]))
-    if report["notes"]:
-        h.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"])
-                 + "</ul>")
-    h.append("</body></html>\n")
-    return "\n".join(h)
+    parts = [section.html(report[section.name]) for section in sections()
+             if section.name in report]
+    return str(html(PAGE, board=report["board"], css=literal(CSS), parts=parts,
+                    kinds=KINDS_LINE.replace("**", ""), notes=report["notes"])) + "\n"

@@ -6,6 +6,11 @@ of failing. Field names are looked up through small alias lists because the prod
 (images, compression, models, counters) are developed alongside; the aliases accepted are listed
 in each docstring and in /work/notes/readme-report.md. A present but malformed JSON file is not
 silently skipped: it raises SeedfwError naming the file (bad input must be loud).
+
+Every document is read through the door (images/reading.py: regular files only, 16 MiB, depth
+64, strict numbers: `load_json`) and its fields are type-checked (report/fields.py) before a
+section sees them: a string where a count belongs is `error: <file>: <field>: must be ...`.
+Paths a manifest names are confined to the output directory (`inside`).
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from pathlib import Path
 
 from .. import util
 from ..errors import SeedfwError
+from ..images import reading
 from ..paths import ROOT
 from . import provenance as report_provenance
+from .fields import check
 
 ELF_MACHINES = ("AArch64", "ARM")   # target ELFs; host tools in a build tree (fiptool) are skipped
 # Identifiers and settings in a counters JSON written before documents had `settings`
@@ -37,32 +44,76 @@ def pick(d: dict, *keys, default=None):
     return default
 
 
-def load_json(path: Path):
-    return util.read_json(path)
+def load_json(path: Path, spec=None):
+    """A JSON document through the door (reading.loads_json_strict: size, depth, finite
+    numbers), checked against `spec` (report/fields.py) when one is given."""
+    data = reading.loads_json_strict(reading.read_bytes(path, "json"), path)
+    return data if spec is None else check(data, spec, path)
 
 
-def read_json_input(path: Path, what: str):
+def inside(outdir: Path, rel, source, field: str) -> Path:
+    """<outdir>/rel for a relative path a document names; an absolute path or one that leaves
+    the directory (`..`, a symlink out) is refused: a manifest must not make the report read
+    /etc/shadow or a device."""
+    check(rel, "str", source, field)
+    path = Path(outdir) / rel
+    root = Path(outdir).resolve()
+    if Path(rel).is_absolute() or not path.resolve().is_relative_to(root):
+        raise SeedfwError("names a path outside the output directory: refused", source, field)
+    return path
+
+
+def read_json_input(path: Path, what: str, spec=None):
     """(parsed, None) or (None, 'not available: …') when the file does not exist."""
-    if not path.is_file():
+    if not path.exists():
         return None, not_available(f"{what} ({path.name} not found)")
-    return load_json(path), None
+    return load_json(path, spec), None
+
+
+# The symbols the report reads (others are shown nowhere): what each must be.
+CONFIG_FIELDS = {"BOARD?": "str?", "BUILD_ID?": "str?", "KERNEL_PACKAGE?": "str?",
+                 "COMPRESS_HC_LEVEL?": "count?", "MODELS_COMPRESS?": "any"}
 
 
 def read_config(outdir: Path):
     """<out>/config.json (seedfw.config.configure writes it): symbol → value."""
-    data, note = read_json_input(outdir / "config.json", "configuration")
+    path = outdir / "config.json"
+    data, note = read_json_input(path, "configuration")
     if data is not None and not isinstance(data, dict):
-        raise SeedfwError("must be a JSON object of symbol values", outdir / "config.json")
+        raise SeedfwError("must be a JSON object of symbol values", path)
+    where = ""
     if isinstance(data, dict) and isinstance(data.get("values"), dict):
-        data = data["values"]
+        data, where = data["values"], "values"
+    if data is not None:
+        check(data, CONFIG_FIELDS, path, where)
+        if data.get("COMPRESS_HC_LEVEL") is not None and data["COMPRESS_HC_LEVEL"] > 16:
+            raise SeedfwError("must be an LZ4 HC level from 0 to 16", path, "COMPRESS_HC_LEVEL")
     return data, note
 
 
+MANIFEST_FIELDS = {"board?": "str?", "build_id?": "str?", "non_functional?": {"*": "str"}}
+# Per entry of manifest images/artifacts, whichever alias it uses.
+ENTRY_FIELDS = {"file?": "str?", "path?": "str?", "filename?": "str?", "name?": "str?",
+                "sha256?": "str?", "size?": "count?", "bytes?": "count?", "format?": "str?",
+                "type?": "str?", "role?": "str?", "blob?": "str?", "raw_size?": "count?",
+                "compressed_size?": "count?", "stored_size?": "count?"}
+
+
 def read_manifest(outdir: Path):
-    """<out>/manifest.json from the image stage; any JSON object."""
-    data, note = read_json_input(outdir / "manifest.json", "image manifest")
+    """<out>/manifest.json from the image stage; any JSON object (the fields the report reads
+    type-checked)."""
+    path = outdir / "manifest.json"
+    data, note = read_json_input(path, "image manifest")
     if data is not None and not isinstance(data, dict):
-        raise SeedfwError("must be a JSON object", outdir / "manifest.json")
+        raise SeedfwError("must be a JSON object", path)
+    if data is not None:
+        check(data, MANIFEST_FIELDS, path)
+        for key in ("images", "artifacts", "models", "elfs"):
+            # a list of entries or {name: entry}; `"elfs": 0` was a TypeError (py-report crash)
+            if not isinstance(data.get(key), (list, dict, type(None))):
+                raise SeedfwError("must be a list or an object of entries", path, key)
+            for i, entry in enumerate(_manifest_entries(data, key)):
+                check(entry, ENTRY_FIELDS, path, f"{key}[{i}]")
     return data, note
 
 
@@ -98,8 +149,10 @@ def list_images(outdir: Path, manifest: dict | None):
     # the report's "cache" section, not an image, and differs between a cold and a warm cache.
     from ..ccache import STATS_FILE
     rows = []
+    root = outdir.resolve()
     for path in sorted(p for p in images_dir.rglob("*") if p.is_file()
-                       and not p.name.startswith(".") and p.name != STATS_FILE):
+                       and not p.name.startswith(".") and p.name != STATS_FILE
+                       and p.resolve().is_relative_to(root)):
         entry = by_file.get(path.name, {})
         rows.append(dict(file=str(path.relative_to(images_dir)), path=path,
                          size=path.stat().st_size, sha256=util.sha256_file(path),
@@ -132,14 +185,17 @@ def find_elfs(outdir: Path, manifest: dict | None = None) -> list[Path]:
     listed = _manifest_entries(manifest, "elfs") or [
         {"path": p} for p in (manifest or {}).get("elfs", []) if isinstance(p, str)]
     if listed:
-        paths = [outdir / pick(e, "path", "file") for e in listed if pick(e, "path", "file")]
+        paths = [inside(outdir, pick(e, "path", "file"), outdir / "manifest.json", f"elfs[{i}]")
+                 for i, e in enumerate(listed) if pick(e, "path", "file")]
         return [p for p in paths if p.is_file()]
+    root = outdir.resolve()
     found, seen = [], set()
     # images/ first: when build/ holds the same bytes, the shipped copy names the ELF.
     candidates = sorted(outdir.rglob("*.elf"), key=lambda p: (p.parts[len(outdir.parts)] !=
                                                              "images", p))
     for path in candidates:
-        if "report" in path.relative_to(outdir).parts[:1] or not path.is_file():
+        if "report" in path.relative_to(outdir).parts[:1] or not path.is_file() or \
+                not path.resolve().is_relative_to(root):
             continue
         with open(path, "rb") as f:
             if f.read(4) != b"\x7fELF":
@@ -155,6 +211,18 @@ def find_elfs(outdir: Path, manifest: dict | None = None) -> list[Path]:
             seen.add(digest)
             found.append(path)
     return found
+
+
+COMPRESSION_TOP = {"block_size?": "count?", "image?": "str?", "elf?": "str?",
+                   "dictionary?": "any"}
+COMPRESSION_FIELDS = {
+    **{k: "str?" for k in ("name?", "section?", "owner?", "image?", "elf?")},
+    **{k: "count?" for k in ("raw?", "raw_bytes?", "original_size?", "uncompressed?",
+                             "with_dict?", "compressed_dict?", "no_dict?", "compressed_no_dict?",
+                             "chosen?", "compressed?", "compressed_bytes?", "dict_stored?",
+                             "dict_bytes?", "dictionary_bytes?", "blocks?", "block_count?",
+                             "block_size?")},
+    "net_gain?": "number?", "use_dict?": "any"}
 
 
 def read_compression(outdir: Path):
@@ -173,9 +241,10 @@ def read_compression(outdir: Path):
         return None, None, note
     entries = _manifest_entries(data, "sections") if isinstance(data, dict) else \
         [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
-    top = data if isinstance(data, dict) else {}
+    top = check(data if isinstance(data, dict) else {}, COMPRESSION_TOP, path)
     rows = []
     for i, e in enumerate(entries):
+        check(e, COMPRESSION_FIELDS, path, f"sections[{i}]")
         raw = pick(e, "raw", "raw_bytes", "original_size", "uncompressed")
         with_dict = pick(e, "with_dict", "compressed_dict")
         stored = pick(e, "chosen", "compressed", "compressed_bytes", default=with_dict)
@@ -199,6 +268,9 @@ def read_compression(outdir: Path):
     if not rows:
         return None, None, not_available(f"{path.name} lists no compressed sections")
     dictionary = top.get("dictionary") if isinstance(top.get("dictionary"), dict) else None
+    if dictionary is not None:
+        check(dictionary, {"stored?": "count?", "bytes?": "count?", "size?": "count?"}, path,
+              "dictionary")
     stored_once = pick(dictionary or {}, "stored", "bytes", "size")
     if isinstance(stored_once, int):
         dict_total = stored_once if any(r["uses_dict"] and r["dict_bytes"] for r in rows) else 0
@@ -227,9 +299,10 @@ def read_models(outdir: Path, manifest: dict | None, board: str | None = None,
     Each row's `synthetic` is seedfw.models.synthetic_marker of the blob (None: not synthetic,
     or no blob to look at)."""
     rows = []
-    for e in _manifest_entries(manifest, "models"):
+    for i, e in enumerate(_manifest_entries(manifest, "models")):
         rel = pick(e, "file", "path", "blob")
-        path = (outdir / rel) if isinstance(rel, str) else None
+        path = inside(outdir, rel, outdir / "manifest.json", f"models[{i}]") \
+            if rel is not None else None
         size = pick(e, "size", "bytes", "raw_size")
         if size is None and path is not None and path.is_file():
             size = path.stat().st_size
@@ -271,7 +344,8 @@ def _synthetic(path: Path | None, type_: str | None = None) -> str | None:
     from .. import models
     if path is None:
         return None
-    return models.synthetic_marker(type_ or path.suffix.lstrip("."), path.read_bytes())
+    return models.synthetic_marker(type_ or path.suffix.lstrip("."),
+                                   reading.read_input(path, "image"))
 
 
 def read_counters(path: Path | None):
@@ -306,6 +380,9 @@ def read_counters(path: Path | None):
         if isinstance(node, bool) or prefix.rsplit(".", 1)[-1] in NOT_COUNTERS:
             return
         if isinstance(node, (int, float)):
+            if node < 0:            # counters count: a negative one is a broken document
+                raise SeedfwError(f"must not be negative ({node:g})", path,
+                                  f"readings.{reading.plain(prefix)}" if prefix else "readings")
             fig = dict(name=prefix, value=node, kind="measured", source=path.name,
                        unit=_guess_unit(prefix), provenance=fig_prov)
             if fig_prov["synthetic"]:
@@ -344,6 +421,7 @@ def _counters_parts(data, path: Path):
                                                                                    type(None))):
             raise SeedfwError("must be the recording's provenance object or null", path,
                               "provenance.recording")
+        check_provenance(prov, path)
     settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise SeedfwError("must be an object", path, "settings")
@@ -351,6 +429,18 @@ def _counters_parts(data, path: Path):
     if not isinstance(readings, dict):
         raise SeedfwError("must be an object of counter values", path, "readings")
     return prov, settings, readings
+
+
+PROVENANCE_FIELDS = {k: "str?" for k in ("source?", "how?", "probe?", "target?", "host?",
+                                         "when?", "qemu_version?", "machine?", "note?", "file?",
+                                         "where?", "by?", "label?")}
+
+
+def check_provenance(prov: dict, path: Path, field: str = "provenance") -> None:
+    """The provenance fields a label or a sentence quotes are strings (or absent)."""
+    check(prov, PROVENANCE_FIELDS, path, field)
+    if isinstance(prov.get("recording"), dict):
+        check(prov["recording"], PROVENANCE_FIELDS, path, f"{field}.recording")
 
 
 def _guess_unit(name: str) -> str:

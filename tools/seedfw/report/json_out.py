@@ -33,5 +33,13 @@ def validate(report: dict) -> None:
 
 
 def render(report: dict) -> str:
+    """Strict JSON (allow_nan=False): NaN or Infinity is not JSON, and a report.json holding
+    one would be unreadable by every strict parser (the inputs refuse them, reading.
+    loads_json_strict; this is the backstop for a figure computed out of range)."""
     validate(report)
-    return json.dumps(report, indent=2, sort_keys=True) + "\n"
+    from ..images.reading import first_non_finite
+    bad = first_non_finite(report)
+    if bad is not None:
+        raise SeedfwError(f"{bad[1]} is not a finite number (a figure computed out of range)",
+                          "report.json", bad[0])
+    return json.dumps(report, indent=2, sort_keys=True, allow_nan=False) + "\n"

@@ -9,12 +9,14 @@ emulated time is not board time, so no rate is shown.
 
 from __future__ import annotations
 
-import json
-from html import escape
 from pathlib import Path
 
+from markupsafe import Markup
+
 from ..counters import provenance as counter_provenance
-from . import provenance as report_provenance
+from . import documents, provenance as report_provenance, safe
+from .format import html_table, table
+from .safe import Md, mdf
 
 COLUMNS = (("dram", "load_bytes", "DRAM read"), ("dram", "store_bytes", "DRAM written"),
            ("flash", "load_bytes", "flash read"), ("sram", "load_bytes", "SRAM read"),
@@ -36,7 +38,7 @@ def _doc_rows(doc: dict) -> list[dict]:
         d = declared.get(name, {})
         cells = {}
         for kind, field, _ in COLUMNS:
-            cells[f"{kind}.{field}"] = sum(v[field] for r, v in p["regions"].items()
+            cells[f"{kind}.{field}"] = sum(v.get(field, 0) for r, v in p["regions"].items()
                                            if kinds.get(r) == kind)
         status = ("no symbols: " + d["missing"]) if d.get("missing") else \
             ("ran" if d.get("ran") else "did not run") if d else \
@@ -57,33 +59,28 @@ def section(outdir: Path) -> dict:
                                             "in this output directory"}
     items = []
     for path in docs:
-        try:
-            doc = json.loads(path.read_text())
-            prov = doc["provenance"]
-            rows = _doc_rows(doc)
-            dma = doc["readings"]["dma"]["virtio-blk"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            items.append({"source": path.name, "error": f"unreadable: {exc}"})
-            continue
+        # through the door and schema-checked (report/documents.py): a document that is not
+        # one is an error naming its file and field, never a row of NaN or a traceback
+        doc = documents.emulated(path)
+        prov = doc["provenance"]
         items.append({"source": path.name, "boot": doc["settings"].get("boot"),
                       "kind": "measured", "provenance": report_provenance.for_figure(prov),
                       "method": prov.get("how"), "note": doc["settings"].get("note"),
-                      "rows": rows, "dma": dma,
+                      "rows": _doc_rows(doc), "dma": doc["readings"]["dma"]["virtio-blk"],
                       "excluded_code": doc["settings"].get("excluded_code", [])})
     return {"available": True, "items": items, "perf": _perf(outdir)}
 
 
 def _perf(outdir: Path) -> dict | None:
     """The OS agent's perf windows (counters/perf-boot.json, seedfw.counters.perf_live)."""
-    path = Path(outdir) / "counters" / "perf-boot.json"
-    try:
-        doc = json.loads(path.read_text())
-        rows = [{"window": w, "pmu": pmu, **vals}
-                for w, pmus in doc["readings"]["windows"].items() for pmu, vals in pmus.items()]
-        return {"source": path.name, "provenance": report_provenance.for_figure(doc["provenance"]),
-                "rows": rows, "absent": doc["settings"].get("absent", {})}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    found = documents.perf_boot(outdir)
+    if found is None:
         return None
+    path, doc = found
+    rows = [{"window": w, "pmu": pmu, **vals}
+            for w, pmus in doc["readings"]["windows"].items() for pmu, vals in pmus.items()]
+    return {"source": path.name, "provenance": report_provenance.for_figure(doc["provenance"]),
+            "rows": rows, "absent": (doc.get("settings") or {}).get("absent", {})}
 
 
 def _perf_lines(perf: dict) -> list[str]:
@@ -109,36 +106,34 @@ def _cells(r: dict) -> list[str]:
         [_num(r[f"{k}.{f}"]) for k, f, _ in COLUMNS] + [_num(r["excluded_insns"])]
 
 
-def markdown(report: dict) -> list[str]:
+def markdown(report: dict) -> list[Md]:
     sec = report.get("bandwidth", {}).get("emulated")
     if not sec:
         return []
-    lines = ["### Memory traffic per boot phase (measured, emulated)", ""]
+    lines = [Md("### Memory traffic per boot phase (measured, emulated)"), Md("")]
     if not sec["available"]:
-        return lines + [f"_{sec['note']}_", ""]
+        return lines + [mdf("_{}_", sec["note"]), Md("")]
     for item in sec["items"]:
         if "error" in item:
-            lines += [f"- {item['source']}: **{item['error']}**", ""]
+            lines += [mdf("- {}: **{}**", item["source"], item["error"]), Md("")]
             continue
-        lines += [f"**{item['source']}** ({item['boot']}) — kind: measured "
-                  f"({item['provenance']['label']}); {item['method']}.", ""]
-        lines.append("| " + " | ".join(_header()) + " |")
-        lines.append("|" + "---|" * 3 + "---:|" * (len(COLUMNS) + 1))
-        for r in item["rows"]:
-            lines.append("| " + " | ".join(_cells(r)) + " |")
+        lines += [mdf("**{}** ({}) — kind: measured ({}); {}.", item["source"], item["boot"],
+                      item["provenance"]["label"], item["method"]), Md("")]
+        lines += table(_header(), [_cells(r) for r in item["rows"]],
+                       set(range(3, len(COLUMNS) + 4)))[:-1]
         d = item["dma"]
-        lines += ["", f"- device DMA (virtio-blk, from QEMU trace events, not CPU traffic): "
-                      f"{_num(d['read_bytes'])} B read in {d['reads']} requests, "
-                      f"{_num(d['write_bytes'])} B written",
-                  f"- {item['note']}",
-                  "- excluded (counted apart, not in the phase's figures): "
-                  + "; ".join(item["excluded_code"]), ""]
+        lines += [Md(""), mdf("- device DMA (virtio-blk, from QEMU trace events, not CPU "
+                              "traffic): {} B read in {} requests, {} B written",
+                              _num(d["read_bytes"]), _num(d["reads"]), _num(d["write_bytes"])),
+                  mdf("- {}", item["note"]),
+                  mdf("- excluded (counted apart, not in the phase's figures): {}",
+                      "; ".join(item["excluded_code"])), Md("")]
     if sec.get("perf"):
-        lines += [f"- {t}" for t in _perf_lines(sec["perf"])] + [""]
+        lines += [mdf("- {}", t) for t in _perf_lines(sec["perf"])] + [Md("")]
     return lines
 
 
-def plot(item: dict) -> str:
+def plot(item: dict) -> Markup:
     from .format import bar_chart
 
     groups = []
@@ -155,36 +150,36 @@ def plot(item: dict) -> str:
                      "not board time)", groups, "bytes")
 
 
-def html(report: dict) -> list[str]:
+_ITEM = """<p><b>{{ i.source }}</b> ({{ i.boot }}): <span class="kind-measured">measured \
+({{ i.provenance.label }})</span>; {{ i.method }}.</p>
+<figure class="plot" id="plot-traffic-{{ name }}" data-plot="traffic-{{ name }}">{{ svg }}</figure>
+{{ table }}
+<p>device DMA (virtio-blk, from QEMU trace events, not CPU traffic): {{ rb }} B read in \
+{{ reads }} requests, {{ wb }} B written</p>
+<p>{{ i.note }}</p>
+<p>excluded (counted apart): {{ excluded }}</p>"""
+
+
+def html(report: dict) -> list[Markup]:
     sec = report.get("bandwidth", {}).get("emulated")
     if not sec:
         return []
-    e = escape
-    h = ["<h3>Memory traffic per boot phase (measured, emulated)</h3>"]
+    h = [safe.html("<h3>Memory traffic per boot phase (measured, emulated)</h3>")]
     if not sec["available"]:
-        return h + [f'<p class="na">{e(sec["note"])}</p>']
+        return h + [safe.html('<p class="na">{{ n }}</p>', n=sec["note"])]
     for item in sec["items"]:
         if "error" in item:
-            h.append(f'<p class="warn">{e(item["source"])}: {e(item["error"])}</p>')
+            h.append(safe.html('<p class="warn">{{ s }}: {{ e }}</p>', s=item["source"],
+                               e=item["error"]))
             continue
-        h.append(f"<p><b>{e(item['source'])}</b> ({e(str(item['boot']))}): "
-                 f'<span class="kind-measured">measured ({e(item["provenance"]["label"])})'
-                 f"</span>; {e(item['method'])}.</p>")
-        name = e(Path(item["source"]).stem)          # unique per document in <out>/counters
-        h.append(f'<figure class="plot" id="plot-traffic-{name}" '
-                 f'data-plot="traffic-{name}">{plot(item)}</figure>')
-        head = "".join(f"<th>{e(c)}</th>" for c in _header())
-        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in _cells(r)) + "</tr>"
-                       for r in item["rows"])
-        h.append(f"<table><tr>{head}</tr>{body}</table>")
         d = item["dma"]
-        h.append(f"<p>device DMA (virtio-blk, from QEMU trace events, not CPU traffic): "
-                 f"{_num(d['read_bytes'])} B read in {d['reads']} requests, "
-                 f"{_num(d['write_bytes'])} B written</p>")
-        h.append(f"<p>{e(item['note'])}</p>")
-        h.append("<p>excluded (counted apart): " + e("; ".join(item["excluded_code"])) + "</p>")
+        h.append(safe.html(
+            _ITEM, i=item, name=Path(item["source"]).stem,   # unique per document in <out>
+            svg=plot(item), table=html_table(_header(), [_cells(r) for r in item["rows"]]),
+            rb=_num(d["read_bytes"]), reads=_num(d["reads"]), wb=_num(d["write_bytes"]),
+            excluded="; ".join(item["excluded_code"])))
     if sec.get("perf"):
-        h += [f"<p>{e(t)}</p>" for t in _perf_lines(sec["perf"])]
+        h += [safe.html("<p>{{ t }}</p>", t=t) for t in _perf_lines(sec["perf"])]
     return h
 
 

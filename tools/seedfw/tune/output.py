@@ -184,8 +184,15 @@ height:.8em;border-radius:50%;margin-right:.3em;vertical-align:middle}
 def html_page(doc: dict) -> str:
     """tune/report.html: the study, the Pareto front as a table (one row per front trial), every
     trial on the scatter plot, the failed ones listed; the build report's CSS and table code."""
-    from ..report.format import html_table
+    from markupsafe import Markup
+
+    from ..report.format import html_table as report_table
     from ..report.html import CSS
+
+    def html_table(header, rows, numeric=()) -> str:
+        # this page escapes its cells itself (e = html.escape); the report's table escapes any
+        # cell that is not Markup (report/safe.py), so they travel as Markup
+        return str(report_table(header, [[Markup(c) for c in row] for row in rows], numeric))
     e = html.escape
     objs = doc["objectives"]
     by_number = {t["number"]: t for t in doc["trials"]}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 from .. import inputs as report_inputs, provenance
 from ..format import (bar_chart, html_table, kind_cell, kind_fig, num, plot, settings_text,
                       table)
+from ..safe import Md, html, join, mdf
 from .base import Inputs, Section, computed, figure, unavailable
 
 PARTS = ("boot", "images", "models", "measured")
@@ -99,47 +99,49 @@ class Bandwidth(Section):
         return notes
 
     def markdown(self, bw: dict) -> list[str]:
-        lines = ["## Bandwidth", ""]
+        lines = [Md("## Bandwidth"), Md("")]
         rows = [[label, num(f["value"]), f["unit"], kind_cell(f), f.get("source", "")]
                 for label, f in rows_of(bw)]
         lines += table(["figure", "value", "unit", "kind", "source"], rows, {1})
         for key in PARTS:
             if not bw[key]["available"]:
-                lines.append(f"- {key}: _{bw[key]['note']}_")
+                lines.append(mdf("- {}: _{}_", key, bw[key]["note"]))
             elif bw[key].get("warning"):
-                lines.append(f"- {key}: **{bw[key]['warning']}**")
+                lines.append(mdf("- {}: **{}**", key, bw[key]["warning"]))
         if bw["models"]["available"]:
-            lines.append(f"- models: {next(iter(bw['models']['per_inference'].values()))['note']}")
+            lines.append(mdf("- models: {}",
+                             next(iter(bw["models"]["per_inference"].values()))["note"]))
         m = bw["measured"]
         if m["available"]:
-            lines.append(f"- measured: {m['source']} is {provenance.describe(m['provenance'])}")
+            lines.append(mdf("- measured: {} is {}", m["source"],
+                             provenance.describe(m["provenance"])))
             if m["settings"]:
-                lines.append(f"- counter settings (configuration, not measurements): "
-                             f"{settings_text(m['settings'])}")
+                lines.append(mdf("- counter settings (configuration, not measurements): {}",
+                                 settings_text(m["settings"])))
         from .. import traffic
-        return lines + [""] + traffic.markdown({"bandwidth": bw})
+        return lines + [Md("")] + traffic.markdown({"bandwidth": bw})
 
     def html(self, bw: dict) -> str:
-        e = escape
         groups = groups_of(bw)
         svg = bar_chart("Bandwidth", groups, "bytes",
                         legend=("computed", "estimated", "measured")) if groups else None
-        h = ["<h2>Bandwidth</h2>", plot("bandwidth", svg, "no byte figures available"),
+        h = [html("<h2>Bandwidth</h2>"), plot("bandwidth", svg, "no byte figures available"),
              html_table(["figure", "value", "unit", "kind", "source"],
-                        [[e(label), num(f["value"]), e(f["unit"]), kind_fig(f),
-                          e(f.get("source", ""))] for label, f in rows_of(bw)], {1})]
+                        [[label, num(f["value"]), f["unit"], kind_fig(f), f.get("source", "")]
+                         for label, f in rows_of(bw)], {1})]
         for key in ("models", "measured"):
             if bw[key]["available"] and bw[key].get("warning"):
-                h.append(f'<p class="warn">{e(key)}: {e(bw[key]["warning"])}</p>')
+                h.append(html('<p class="warn">{{ k }}: {{ w }}</p>', k=key,
+                              w=bw[key]["warning"]))
         m = bw["measured"]
         if m["available"]:
-            h.append(f"<p>measured: {e(m['source'])} is {e(provenance.describe(m['provenance']))}"
-                     "</p>")
+            h.append(html("<p>measured: {{ s }} is {{ d }}</p>", s=m["source"],
+                          d=provenance.describe(m["provenance"])))
             if m["settings"]:
-                h.append(f"<p>counter settings (configuration, not measurements): "
-                         f"{e(settings_text(m['settings']))}</p>")
+                h.append(html("<p>counter settings (configuration, not measurements): "
+                              "{{ s }}</p>", s=settings_text(m["settings"])))
         from .. import traffic
-        return "\n".join(h + traffic.html({"bandwidth": bw}))
+        return join(h + traffic.html({"bandwidth": bw}), "\n")
 
 
 def rows_of(bw: dict) -> list[tuple[str, dict]]:
@@ -320,9 +322,16 @@ def _models(outdir, config, manifest, board) -> dict:
     return part
 
 
-def _lz4_size(path: Path, level: int) -> tuple[int, str]:
+LZ4_CAP = 256 << 20        # a blob the report compresses itself (a 3 GiB sparse file is not)
+
+
+def _lz4_size(path: Path, level: int) -> tuple[int | None, str]:
     import lz4.block
-    data = path.read_bytes()
+
+    from ...images import reading
+    if path.stat().st_size > LZ4_CAP:
+        return None, f"not computed: blob over {LZ4_CAP >> 20} MiB"
+    data = reading.read_input(path, "image")
     if level and len(data) <= (16 << 20):    # HC is 7-40 MB/s through Python: cap its input
         return len(lz4.block.compress(data, mode="high_compression", compression=level,
                                       store_size=False)), f"LZ4 HC level {level}"

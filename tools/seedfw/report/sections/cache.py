@@ -3,10 +3,13 @@ report/cache.py."""
 
 from __future__ import annotations
 
-from html import escape
+from markupsafe import Markup
 
 from ... import ccache
 from ...secrets import redact
+from .. import documents
+from ..format import html_table, table
+from ..safe import Md, html, join, mdf
 from .base import Inputs, Section
 
 
@@ -34,7 +37,7 @@ class Cache(Section):
     name = "cache"
 
     def data(self, inputs: Inputs) -> dict | None:
-        doc = ccache.summary(inputs.outdir)
+        doc = documents.ccache_summary(inputs.outdir)     # type-checked (report/documents.py)
         if doc is None:
             return None
         label = "ccache stats log of this build"
@@ -46,8 +49,8 @@ class Cache(Section):
                    hits=_measured(doc["hits"], "compiles", label, src),
                    misses=_measured(doc["misses"], "compiles", label, src),
                    hit_rate=_measured(round(100 * doc["hit_rate"], 1), "%", label, src),
-                   remote_hits=_measured(doc["remote_hits"], "compiles", label, src),
-                   remote_misses=_measured(doc["remote_misses"], "compiles", label, src),
+                   remote_hits=_measured(doc.get("remote_hits", 0), "compiles", label, src),
+                   remote_misses=_measured(doc.get("remote_misses", 0), "compiles", label, src),
                    remote_read=None if doc.get("remote_read_bytes") is None else
                    _measured(doc["remote_read_bytes"], "bytes", label, src),
                    remote_read_note=None if doc.get("remote_read_bytes") is not None else
@@ -57,7 +60,7 @@ class Cache(Section):
                              for k, v in (doc.get("remote_unreachable") or {}).items()] +
                    ([f"{doc['remote_errors']} compile(s) could not reach the remote during the "
                      "build"] if doc.get("remote_errors") else []))
-        bench = ccache.bench_result()
+        bench = documents.ccache_bench()
         if bench:
             saved = round(bench["cold_s"] - bench["warm_s"], 1)
             out["time_saved"] = dict(
@@ -70,18 +73,15 @@ class Cache(Section):
                      "this build")
         return out
 
-    def markdown(self, c: dict) -> list[str]:
-        lines = ["## Compiler cache (ccache)", "", "| figure | value | unit | kind |",
-                 "|---|---:|---|---|"]
-        lines += ["| " + " | ".join(r) + " |" for r in _rows(c)]
-        return lines + [""] + [f"- {t}" for t in _lines(c)] + [""]
+    def markdown(self, c: dict) -> list[Md]:
+        lines = [Md("## Compiler cache (ccache)"), Md("")]
+        lines += table(["figure", "value", "unit", "kind"], _rows(c), {1})[:-1]
+        return lines + [Md("")] + [mdf("- {}", t) for t in _lines(c)] + [Md("")]
 
-    def html(self, c: dict) -> str:
-        rows = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r) + "</tr>"
-                       for r in _rows(c))
-        return "\n".join(["<h2>Compiler cache (ccache)</h2>",
-                          "<table><tr><th>figure</th><th>value</th><th>unit</th><th>kind</th>"
-                          f"</tr>{rows}</table>"] + [f"<p>{escape(t)}</p>" for t in _lines(c)])
+    def html(self, c: dict) -> Markup:
+        return join([html("<h2>Compiler cache (ccache)</h2>"),
+                     html_table(["figure", "value", "unit", "kind"], _rows(c))] +
+                    [html("<p>{{ t }}</p>", t=t) for t in _lines(c)], "\n")
 
 
 def _row(name: str, f: dict | None) -> list[str]:

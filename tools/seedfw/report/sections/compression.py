@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from html import escape
-
 from ..format import (bar_chart, fig, html_table, kind_span, missing, num, pct_plain, plot,
                       signed, table)
+from ..safe import Md, html, join
 from .base import Inputs, Section, computed, percent, unavailable
 
 SOURCE = "compression.json"
@@ -66,7 +65,7 @@ class Compression(Section):
                     dictionary=summary["dictionary"])
 
     def markdown(self, part: dict) -> list[str]:
-        lines = ["## Compression per section", ""]
+        lines = [Md("## Compression per section"), Md("")]
         if not part["available"]:
             return lines + missing(part)
         rows = [[c["section"], c["image"] or "–", fig(c["raw"]), fig(c["compressed_no_dict"]),
@@ -75,31 +74,32 @@ class Compression(Section):
                  signed(c["net_gain"]["value"]), pct_plain(c["percent"]["value"]),
                  num(c["blocks"]), c["compressed"]["kind"]] for c in part["items"]]
         t = part["totals"]
-        rows.append(["**total**", "", fig(t["raw"]), "", "", fig(t["compressed"]),
+        rows.append([Md("**total**"), "", fig(t["raw"]), "", "", fig(t["compressed"]),
                      fig(t["dict_bytes"]), "", signed(t["net_gain"]["value"]),
                      pct_plain(t["percent"]["value"]), "", t["compressed"]["kind"]])
         return lines + table(["section", "image", "raw", "no dict", "with dict", "stored",
                               "dict bytes", "dict net gain", "net gain", "stored %", "blocks",
                               "kind"], rows, set(range(2, 11))) + \
-            ["Stored = the container the image carries (with or without the dictionary, "
-             "whichever the compressor chose). Dict net gain = no dict − with dict − dictionary "
-             "bytes: what the dictionary earns for this section alone. Net gain = raw − stored − "
-             "dictionary bytes; the total row charges a shared dictionary once.", ""]
+            [Md("Stored = the container the image carries (with or without the dictionary, "
+                "whichever the compressor chose). Dict net gain = no dict − with dict − "
+                "dictionary bytes: what the dictionary earns for this section alone. Net gain = "
+                "raw − stored − dictionary bytes; the total row charges a shared dictionary "
+                "once."), Md("")]
 
     def html(self, part: dict) -> str:
-        h = ["<h2>Compression per section</h2>",
+        h = [html("<h2>Compression per section</h2>"),
              plot("compression", self.plot(part), part.get("note", ""))]
         if part["available"]:
             h.append(html_table(
                 ["section", "image", "raw", "no dict", "with dict", "stored", "dict bytes",
                  "net gain", "kind"],
-                [[escape(c["section"]), escape(c["image"] or "–"), num(c["raw"]["value"]),
+                [[c["section"], c["image"] or "–", num(c["raw"]["value"]),
                   num(c["compressed_no_dict"]["value"]) if c["compressed_no_dict"] else "–",
                   num(c["compressed_dict"]["value"]) if c["compressed_dict"] else "–",
                   num(c["compressed"]["value"]), num(c["dict_bytes"]["value"]),
                   signed(c["net_gain"]["value"]), kind_span(c["compressed"]["kind"])]
                  for c in part["items"]], {2, 3, 4, 5, 6, 7}))
-        return "\n".join(h)
+        return join(h, "\n")
 
     @staticmethod
     def plot(part: dict) -> str | None:

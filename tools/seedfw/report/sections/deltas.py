@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 from ... import stats, stats_diff
 from ...errors import SeedfwError
 from .. import inputs as report_inputs
 from ..format import bar_chart, fig, html_table, missing, num, pct, plot, signed, table
+from ..safe import Md, html, join, mdcode, mdf
 from .base import Inputs, Section, computed, unavailable
 
 SOURCE = "file sizes (this build vs baseline)"
@@ -68,16 +68,17 @@ class Deltas(Section):
         return dict(available=True, baseline=baseline.name, images=images, elfs=elfs)
 
     def markdown(self, part: dict) -> list[str]:
-        lines = ["## Size deltas", ""]
+        lines = [Md("## Size deltas"), Md("")]
         if not part["available"]:
             return lines + missing(part)
-        lines += [f"Against baseline `{part['baseline']}` (computed from the files).", ""]
+        lines += [mdf("Against baseline {} (computed from the files).",
+                      mdcode(part["baseline"])), Md("")]
         rows = [[i["file"], i["status"], fig(i["old"]), fig(i["new"]),
                  signed(i["delta"]["value"]),
                  pct(i["percent"]["value"] if i["percent"] else None)] for i in part["images"]]
         lines += table(["image", "status", "baseline", "now", "delta", "%"], rows, {2, 3, 4, 5})
         for e in part["elfs"]:
-            lines += [f"### {e['file']}", ""]
+            lines += [mdf("### {}", e["file"]), Md("")]
             rows = [[f"total {k}", num(c["old"]), num(c["new"]), signed(c["delta"]),
                      pct(c["percent"])] for k, c in e["totals"].items()]
             rows += [[s["name"], num(s["old"]), num(s["new"]), signed(s["delta"]),
@@ -85,10 +86,10 @@ class Deltas(Section):
             lines += table(["section", "baseline", "now", "delta", "%"], rows, {1, 2, 3, 4})
             if e["symbols_available"]:
                 sm = e["summary"]
-                lines += [f"Symbols: {sm['grown']} grown ({signed(sm['grown_bytes'])}), "
-                          f"{sm['shrunk']} shrunk ({signed(sm['shrunk_bytes'])}), {sm['new']} "
-                          f"new ({signed(sm['new_bytes'])}), {sm['gone']} gone "
-                          f"({signed(sm['gone_bytes'])}).", ""]
+                lines += [mdf("Symbols: {} grown ({}), {} shrunk ({}), {} new ({}), {} gone "
+                              "({}).", sm["grown"], signed(sm["grown_bytes"]), sm["shrunk"],
+                              signed(sm["shrunk_bytes"]), sm["new"], signed(sm["new_bytes"]),
+                              sm["gone"], signed(sm["gone_bytes"])), Md("")]
                 rows = [[kind, s["name"], s["section"], num(s["old"]), num(s["new"]),
                          signed(s["delta"])]
                         for kind, syms in e["symbols"].items() for s in syms[:5]]
@@ -98,18 +99,18 @@ class Deltas(Section):
         return lines
 
     def html(self, part: dict) -> str:
-        h = ["<h2>Size deltas</h2>",
+        h = [html("<h2>Size deltas</h2>"),
              plot("size-deltas", self.plot(part), part.get("note", "no size changes"))]
         if part["available"]:
-            h.append(f"<p>Against baseline <code>{escape(part['baseline'])}</code>.</p>")
+            h.append(html("<p>Against baseline <code>{{ b }}</code>.</p>", b=part["baseline"]))
             h.append(html_table(["image", "status", "baseline", "now", "delta", "%"],
-                                [[escape(i["file"]), i["status"],
+                                [[i["file"], i["status"],
                                   num(i["old"]["value"]) if i["old"] else "–",
                                   num(i["new"]["value"]) if i["new"] else "–",
                                   signed(i["delta"]["value"]),
                                   pct(i["percent"]["value"] if i["percent"] else None)]
                                  for i in part["images"]], {2, 3, 4, 5}))
-        return "\n".join(h)
+        return join(h, "\n")
 
     @staticmethod
     def plot(part: dict) -> str | None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from html import escape
-
 from ... import stats
 from .. import inputs as report_inputs
 from ..format import bar_chart, html_table, kind_span, missing, num, plot, table
+from ..safe import Md, html, join, mdf
 from .base import Inputs, Section, computed, unavailable
 
 TOP_SYMBOLS = 5
@@ -50,40 +49,42 @@ class Elfs(Section):
         return dict(available=True, items=items)
 
     def markdown(self, part: dict) -> list[str]:
-        lines = ["## ELF sections", ""]
+        lines = [Md("## ELF sections"), Md("")]
         if not part["available"]:
             return lines + missing(part)
         for e in part["items"]:
             t = e["totals"]
-            lines += [f"### {e['path']} ({e['machine']})", "",
-                      f"ROM {num(t['rom']['value'])} · RAM {num(t['ram']['value'])} · loaded "
-                      f"{num(t['alloc']['value'])} bytes ({e['kind']}, from the section "
-                      "headers)", ""]
+            lines += [mdf("### {} ({})", e["path"], e["machine"]), Md(""),
+                      mdf("ROM {} · RAM {} · loaded {} bytes ({}, from the section headers)",
+                          num(t["rom"]["value"]), num(t["ram"]["value"]),
+                          num(t["alloc"]["value"]), e["kind"]), Md("")]
             rows = [[s["name"], s["type"], s["flags"], f"0x{s['address']:x}", num(s["size"]),
                      s["class"] or "–"] for s in e["sections"] if s["class"]]
             lines += table(["section", "type", "flags", "address", "size (bytes)", "class"],
                            rows, {4})
             for w in e["warnings"]:
-                lines += [f"- warning: {w}"]
+                lines += [mdf("- warning: {}", w)]
             if e["warnings"]:
-                lines.append("")
+                lines.append(Md(""))
         return lines
 
     def html(self, part: dict) -> str:
-        h = ["<h2>Section sizes</h2>",
+        h = [html("<h2>Section sizes</h2>"),
              plot("section-sizes", self.plot(part), part.get("note", ""))]
         if part["available"]:
             for x in part["items"]:
                 t = x["totals"]
-                h.append(f"<h3>{escape(x['path'])} ({escape(x['machine'])})</h3><p>ROM "
-                         f"{num(t['rom']['value'])} · RAM {num(t['ram']['value'])} · loaded "
-                         f"{num(t['alloc']['value'])} bytes ({kind_span(x['kind'])})</p>")
+                h.append(html("<h3>{{ path }} ({{ machine }})</h3><p>ROM {{ rom }} · RAM {{ ram }}"
+                              " · loaded {{ alloc }} bytes ({{ kind }})</p>", path=x["path"],
+                              machine=x["machine"], rom=num(t["rom"]["value"]),
+                              ram=num(t["ram"]["value"]), alloc=num(t["alloc"]["value"]),
+                              kind=kind_span(x["kind"])))
                 h.append(html_table(["section", "type", "flags", "address", "size", "class"],
-                                    [[escape(s["name"]), s["type"], s["flags"],
+                                    [[s["name"], s["type"], s["flags"],
                                       f"0x{s['address']:x}", num(s["size"]), s["class"]]
                                      for s in x["sections"] if s["class"]], {4}))
-                h += [f"<p>warning: {escape(w)}</p>" for w in x["warnings"]]
-        return "\n".join(h)
+                h += [html("<p>warning: {{ w }}</p>", w=w) for w in x["warnings"]]
+        return join(h, "\n")
 
     @staticmethod
     def plot(part: dict) -> str | None:

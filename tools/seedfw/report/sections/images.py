@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from html import escape
-
 from ..format import fig, html_table, missing, num, table
+from ..safe import Md, html, mdcode
 from .base import Inputs, Section, computed, unavailable
 
-_CHECK_MD = {True: "matches", False: "**MISMATCH**", None: "not listed"}
-_CHECK_HTML = {True: "matches", False: "<b>MISMATCH</b>", None: "not listed"}
+_CHECK_MD = {True: "matches", False: Md("**MISMATCH**"), None: "not listed"}
+_CHECK_HTML = {True: "matches", False: html("<b>MISMATCH</b>"), None: "not listed"}
 
 
 class Images(Section):
@@ -41,23 +40,22 @@ class Images(Section):
                     total=computed(total, source="sum of image sizes"))
 
     def markdown(self, part: dict) -> list[str]:
-        lines = ["## Images", ""]
+        lines = [Md("## Images"), Md("")]
         if not part["available"]:
             return lines + missing(part)
-        rows = [[i["file"], i["format"] or "–", fig(i["size"]), f"`{i['sha256']}`",
+        # a code span when the digest is plain hex (it always is when seedfw computed it)
+        rows = [[i["file"], i["format"] or "–", fig(i["size"]), mdcode(i["sha256"]),
                  _CHECK_MD[i["sha256_matches_manifest"]]] for i in part["items"]]
-        rows.append(["**total**", "", fig(part["total"]), "", ""])
-        return lines + ["Sizes computed from the files; sha256 of the bytes on disk.", ""] + \
+        rows.append([Md("**total**"), "", fig(part["total"]), "", ""])
+        return lines + [Md("Sizes computed from the files; sha256 of the bytes on disk."),
+                        Md("")] + \
             table(["image", "format", "size (bytes)", "sha256", "manifest"], rows, {2})
 
     def html(self, part: dict) -> str:
-        h = ["<h2>Images</h2>"]
-        if part["available"]:
-            h.append(html_table(["image", "format", "size (bytes)", "sha256", "manifest"],
-                                [[escape(i["file"]), escape(i["format"] or "–"),
-                                  num(i["size"]["value"]), f"<code>{i['sha256']}</code>",
-                                  _CHECK_HTML[i["sha256_matches_manifest"]]]
-                                 for i in part["items"]], {2}))
-        else:
-            h.append(f'<p class="na">{escape(part["note"])}</p>')
-        return "\n".join(h)
+        if not part["available"]:
+            return html('<h2>Images</h2>\n<p class="na">{{ note }}</p>', note=part["note"])
+        return html("<h2>Images</h2>\n{{ table }}", table=html_table(
+            ["image", "format", "size (bytes)", "sha256", "manifest"],
+            [[i["file"], i["format"] or "–", num(i["size"]["value"]),
+              html("<code>{{ s }}</code>", s=i["sha256"]),
+              _CHECK_HTML[i["sha256_matches_manifest"]]] for i in part["items"]], {2}))

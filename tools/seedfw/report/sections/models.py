@@ -13,9 +13,11 @@ under the stated assumption; sizes are the compiled file's bytes.
 
 from __future__ import annotations
 
-import html as _html
-import json as _json
-from pathlib import Path
+from markupsafe import Markup
+
+from .. import documents, safe
+from ..format import html_table, table
+from ..safe import Md, mdf
 
 CARDS = "models.json"
 ASSUMPTION = ("every weight byte is read from DDR once per inference (no weight reuse across "
@@ -24,15 +26,12 @@ COMPUTED = "computed from the compiled model"
 
 
 def json(outdir) -> dict:
-    path = Path(outdir) / "images" / CARDS
-    try:
-        doc = _json.loads(path.read_text())
-    except FileNotFoundError:
+    found = documents.model_cards(outdir)      # through the door, every field type-checked
+    if found is None:
         return {"available": False, "note": f"no {CARDS} (CONFIG_MODELS off, or no compiled "
                                             "models in the manifest)"}
-    except ValueError as exc:
-        return {"available": False, "note": f"{path}: not JSON ({exc})"}
-    rate = int(doc.get("frame_rate") or 30)
+    _, doc = found
+    rate = doc.get("frame_rate") or 30
     rows = []
     for c in doc.get("models", []):
         weights = c.get("weight_bytes")
@@ -69,31 +68,30 @@ def _table(doc) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
-def markdown(doc) -> list[str]:
-    lines = ["## NPU models", ""]
+def markdown(doc) -> list[Md]:
+    lines = [Md("## NPU models"), Md("")]
     if not doc.get("available"):
-        return lines + [f"Not available: {doc.get('note')}", ""]
+        return lines + [mdf("Not available: {}", doc.get("note")), Md("")]
     head, body = _table(doc)
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
+    lines += table(head, body)[:-1]
     kinds = sorted({r["accuracy_kind"] for r in doc["rows"]})
-    lines += ["", f"- FP32 / NPU / drop: {', '.join(kinds)}; FP32 is ONNX Runtime on the same "
-                  "held-out inputs.",
-              f"- weight bytes: {COMPUTED} (the toolkit's weight-memory total), assuming "
-              f"{ASSUMPTION}, at MODEL_FRAME_RATE = {doc['frame_rate']} frames/s.", ""]
+    lines += [Md(""), mdf("- FP32 / NPU / drop: {}; FP32 is ONNX Runtime on the same held-out "
+                          "inputs.", ", ".join(kinds)),
+              mdf("- weight bytes: {} (the toolkit's weight-memory total), assuming {}, at "
+                  "MODEL_FRAME_RATE = {} frames/s.", COMPUTED, ASSUMPTION, doc["frame_rate"]),
+              Md("")]
     return lines
 
 
-def html(doc) -> str:
+def html(doc) -> Markup:
     if not doc.get("available"):
-        return f"<h2>NPU models</h2><p>Not available: {_html.escape(str(doc.get('note')))}</p>"
+        return safe.html("<h2>NPU models</h2><p>Not available: {{ n }}</p>", n=doc.get("note"))
     head, body = _table(doc)
-    e = _html.escape
-    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in body)
     kinds = ", ".join(sorted({r["accuracy_kind"] for r in doc["rows"]}))
-    return (f"<h2>NPU models</h2><table><tr>{''.join(f'<th>{e(h)}</th>' for h in head)}</tr>"
-            f"{rows}</table><p>FP32 / NPU / drop: {e(kinds)}. Weight bytes: {e(COMPUTED)}, "
-            f"assuming {e(ASSUMPTION)}, at {doc['frame_rate']} frames/s.</p>")
+    return safe.html("<h2>NPU models</h2>{{ t }}<p>FP32 / NPU / drop: {{ kinds }}. Weight "
+                     "bytes: {{ computed }}, assuming {{ assumption }}, at {{ rate }} "
+                     "frames/s.</p>", t=html_table(head, body), kinds=kinds, computed=COMPUTED,
+                     assumption=ASSUMPTION, rate=doc["frame_rate"])
 
 
 from .base import Inputs, Section  # noqa: E402  (the section class wraps the functions above)

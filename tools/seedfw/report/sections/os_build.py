@@ -4,11 +4,11 @@ the Buildroot library."""
 
 from __future__ import annotations
 
-import json
-from html import escape
-from pathlib import Path
+from markupsafe import Markup
 
-from ..format import html_table, num
+from .. import documents
+from ..format import html_table, num, table
+from ..safe import Md, html, join, mdf
 from .base import Inputs, Section
 
 
@@ -32,16 +32,10 @@ class Os(Section):
     def data(self, inputs: Inputs) -> dict | None:
         outdir = inputs.outdir
         images = outdir / "images"
-        try:
-            info = json.loads((images / "buildroot.json").read_text())
-        except (OSError, ValueError):
+        info = documents.buildroot_summary(outdir)       # type-checked (report/documents.py)
+        if info is None:
             return None
-        try:
-            # the file itself, not inputs.config: an unreadable config.json only leaves the
-            # kernel package unnamed here (the header already notes it)
-            config = json.loads((Path(outdir) / "config.json").read_text())
-        except (OSError, ValueError):
-            config = {}
+        config = inputs.config or {}          # read and type-checked with the report's header
         out = {"buildroot": info.get("version"), "rootfs": info.get("rootfs", {}),
                "package_sizes": info.get("package_sizes", {}),
                "overrides": info.get("overrides", []), "source": "images/buildroot.json"}
@@ -53,51 +47,52 @@ class Os(Section):
             out["os_fit"] = {"name": fits[0].name, "size": fits[0].stat().st_size}
         return out
 
-    def markdown(self, os_: dict) -> list[str]:
-        lines = ["## OS", "", f"Buildroot {os_['buildroot']} ({os_['source']}).", "",
-                 "| image | size (bytes) | entries |", "|---|---:|---:|"]
-        for name, e in os_["rootfs"].items():
-            lines.append(f"| {name} | {e['size']:,} | {e.get('entries', '')} |")
+    def markdown(self, os_: dict) -> list[Md]:
+        lines = [Md("## OS"), Md(""), mdf("Buildroot {} ({}).", os_["buildroot"], os_["source"]),
+                 Md("")]
+        rows = [[name, f"{e['size']:,}", e.get("entries", "")] for name, e in os_["rootfs"].items()]
         if os_.get("kernel"):
             k = os_["kernel"]
-            lines.append(f"| Image ({k['package']}) | {k['image_size']:,} | |")
+            rows.append([f"Image ({k['package']})", f"{k['image_size']:,}", ""])
         if os_.get("os_fit"):
-            lines.append(f"| {os_['os_fit']['name']} | {os_['os_fit']['size']:,} | |")
+            rows.append([os_["os_fit"]["name"], f"{os_['os_fit']['size']:,}", ""])
+        lines += table(["image", "size (bytes)", "entries"], rows, {1, 2})
         total = sum(os_["package_sizes"].values()) or 1
-        lines += ["", "| package (target) | installed bytes | share |", "|---|---:|---:|"]
-        for pkg, size in sorted(os_["package_sizes"].items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"| {pkg} | {size:,} | {100 * size / total:.1f} % |")
-        lines += ["", "Source overrides (BR2_PACKAGE_OVERRIDE_FILE):", ""]
+        lines += table(["package (target)", "installed bytes", "share"],
+                       [[pkg, f"{size:,}", f"{100 * size / total:.1f} %"] for pkg, size in
+                        sorted(os_["package_sizes"].items(), key=lambda kv: (-kv[1], kv[0]))],
+                       {1, 2})
+        lines += [Md("Source overrides (BR2_PACKAGE_OVERRIDE_FILE):"), Md("")]
         for o in os_["overrides"]:
             built = "" if o.get("built", True) else " (not built in this configuration)"
-            lines.append(f"- {o['package']} {o['used']} instead of {o['buildroot_pins']}: "
-                         f"{o['file']} ({o['origin']}){built}")
-        return lines + [""]
+            lines.append(mdf("- {} {} instead of {}: {} ({}){}", o["package"], o["used"],
+                             o["buildroot_pins"], o["file"], o["origin"], built))
+        return lines + [Md("")]
 
-    def html(self, os_: dict) -> str:
-        e = escape
-        h = ["<h2>OS</h2>", f"<p>Buildroot {e(str(os_['buildroot']))} ({e(os_['source'])}); all "
-             "sizes computed from the built files.</p>"]
-        rows = [[e(name), num(x["size"]), str(x.get("entries", ""))]
+    def html(self, os_: dict) -> Markup:
+        h = [html("<h2>OS</h2>"),
+             html("<p>Buildroot {{ v }} ({{ s }}); all sizes computed from the built files.</p>",
+                  v=os_["buildroot"], s=os_["source"])]
+        rows = [[name, num(x["size"]), str(x.get("entries", ""))]
                 for name, x in os_["rootfs"].items()]
         if os_.get("kernel"):
             k = os_["kernel"]
-            rows.append([f"Image ({e(str(k['package']))})", num(k["image_size"]), ""])
+            rows.append([f"Image ({k['package']})", num(k["image_size"]), ""])
         if os_.get("os_fit"):
-            rows.append([e(os_["os_fit"]["name"]), num(os_["os_fit"]["size"]), ""])
+            rows.append([os_["os_fit"]["name"], num(os_["os_fit"]["size"]), ""])
         h.append(html_table(["image", "size (bytes)", "entries"], rows, {1, 2}))
         sizes = os_["package_sizes"]
         total = sum(sizes.values()) or 1
-        h.append("<h3>Bytes each package installed in the target</h3><p>computed from "
-                 "Buildroot's build/packages-file-list.txt (the input of its graph-size)</p>")
+        h.append(html("<h3>Bytes each package installed in the target</h3><p>computed from "
+                      "Buildroot's build/packages-file-list.txt (the input of its graph-size)</p>"))
         h.append(html_table(["package", "installed bytes", "share"],
-                            [[e(pkg), num(size), f"{100 * size / total:.1f} %"] for pkg, size in
+                            [[pkg, num(size), f"{100 * size / total:.1f} %"] for pkg, size in
                              sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))], {1, 2}))
-        h.append("<h3>Source overrides (BR2_PACKAGE_OVERRIDE_FILE)</h3>")
+        h.append(html("<h3>Source overrides (BR2_PACKAGE_OVERRIDE_FILE)</h3>"))
         h.append(html_table(["package", "built", "instead of", "from", "origin"],
-                            [[e(o["package"]), e(o["used"]), e(o["buildroot_pins"]),
-                              f"<code>{e(o['file'])}</code>", e(o["origin"]) +
+                            [[o["package"], o["used"], o["buildroot_pins"],
+                              html("<code>{{ f }}</code>", f=o["file"]), o["origin"] +
                               ("" if o.get("built", True) else
                                " (not built in this configuration)")]
                              for o in os_["overrides"]]))
-        return "\n".join(h)
+        return join(h, "\n")
