@@ -502,3 +502,13 @@ def first_non_finite(data) -> tuple[str, str] | None:
         elif isinstance(node, list):
             stack += [(f"{where}[{i}]", v) for i, v in reversed(list(enumerate(node)))]
     return None
+
+
+def head(path, n: int, kind: str = "image") -> bytes:
+    """The first `n` bytes of a regular file (a format sniff), through the same checks as
+    read_input: a FIFO or device is refused, never opened blocking."""
+    fd, _size = _open_regular(Path(path), kind)
+    try:
+        return os.pread(fd, n, 0)
+    finally:
+        os.close(fd)

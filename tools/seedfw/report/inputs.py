@@ -172,8 +172,7 @@ _MAGICS = ((b"\x7fELF", "elf"), (b"\xd0\x0d\xfe\xed", "fit"), (b"SLZ4", "lz4blk"
 def sniff_format(path: Path) -> str:
     """Format from the first bytes when the manifest does not say: elf, fit (any FDT blob),
     lz4blk (our container), uimage, else 'raw'."""
-    with open(path, "rb") as f:
-        head = f.read(4)
+    head = reading.head(path, 4)
     return next((name for magic, name in _MAGICS if head == magic), "raw")
 
 
@@ -197,9 +196,8 @@ def find_elfs(outdir: Path, manifest: dict | None = None) -> list[Path]:
         if "report" in path.relative_to(outdir).parts[:1] or not path.is_file() or \
                 not path.resolve().is_relative_to(root):
             continue
-        with open(path, "rb") as f:
-            if f.read(4) != b"\x7fELF":
-                continue
+        if reading.head(path, 4) != b"\x7fELF":
+            continue
         try:
             info = stats.read_elf(path, top=0)["elf"]
         except SeedfwError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from ... import ccache
+from ... import cache as artifact_cache
 from ...secrets import redact
 from .. import documents
 from ..format import html_table, table
@@ -32,14 +32,19 @@ class Cache(Section):
     time_saved: cold − warm seconds of the U-Boot + TF-A compile steps as bench/cache_speed.py
     measured them on this host (seedfw.ccache.bench_result), labelled as the bench's, not this
     build's; absent without a bench result.
+    store: what the artifact store (seedfw.cache) did in this build, from logs/steps.jsonl
+    (measured, recorded: the build's own step records): steps restored, run and up to date, the
+    hit rate (restored / (restored + run)), bytes restored and stored, and where restored steps
+    came from (local, oci). Present whenever the build left step records.
     """
 
     name = "cache"
 
     def data(self, inputs: Inputs) -> dict | None:
+        store = _store(artifact_cache.summary(inputs.outdir))   # bounded, typed (seedfw.cache)
         doc = documents.ccache_summary(inputs.outdir)     # type-checked (report/documents.py)
         if doc is None:
-            return None
+            return dict(available=True, store=store) if store else None
         label = "ccache stats log of this build"
         src = "images/ccache.json"
         # Redacted again here: a ccache.json written before seedfw.secrets, or by hand, may
@@ -59,7 +64,7 @@ class Cache(Section):
                              "local cache only"
                              for k, v in (doc.get("remote_unreachable") or {}).items()] +
                    ([f"{doc['remote_errors']} compile(s) could not reach the remote during the "
-                     "build"] if doc.get("remote_errors") else []))
+                     "build"] if doc.get("remote_errors") else []), store=store)
         bench = documents.ccache_bench()
         if bench:
             saved = round(bench["cold_s"] - bench["warm_s"], 1)
@@ -74,14 +79,56 @@ class Cache(Section):
         return out
 
     def markdown(self, c: dict) -> list[Md]:
-        lines = [Md("## Compiler cache (ccache)"), Md("")]
-        lines += table(["figure", "value", "unit", "kind"], _rows(c), {1})[:-1]
-        return lines + [Md("")] + [mdf("- {}", t) for t in _lines(c)] + [Md("")]
+        lines = []
+        if c.get("store"):
+            lines += [Md("## Artifact store"), Md("")]
+            lines += table(["figure", "value", "unit", "kind"], _store_rows(c["store"]), {1})[:-1]
+            lines += [Md("")]
+        if "hits" in c:
+            lines += [Md("## Compiler cache (ccache)"), Md("")]
+            lines += table(["figure", "value", "unit", "kind"], _rows(c), {1})[:-1]
+            lines += [Md("")] + [mdf("- {}", t) for t in _lines(c)] + [Md("")]
+        return lines
 
     def html(self, c: dict) -> Markup:
-        return join([html("<h2>Compiler cache (ccache)</h2>"),
-                     html_table(["figure", "value", "unit", "kind"], _rows(c))] +
-                    [html("<p>{{ t }}</p>", t=t) for t in _lines(c)], "\n")
+        parts = []
+        if c.get("store"):
+            parts += [html("<h2>Artifact store</h2>"),
+                      html_table(["figure", "value", "unit", "kind"], _store_rows(c["store"]))]
+        if "hits" in c:
+            parts += [html("<h2>Compiler cache (ccache)</h2>"),
+                      html_table(["figure", "value", "unit", "kind"], _rows(c))] + \
+                     [html("<p>{{ t }}</p>", t=t) for t in _lines(c)]
+        return join(parts, "\n")
+
+
+def _store(doc: dict | None) -> dict | None:
+    """The artifact store's figures of this build (seedfw.cache.summary), as report figures."""
+    if not doc:
+        return None
+    label = "this build's step records"
+    src = "logs/steps.jsonl"
+    rate = doc["hit_rate"]
+    return dict(
+        steps=_measured(doc["steps"], "steps", label, src),
+        restored=_measured(doc["restored"], "steps", label, src),
+        ran=_measured(doc["ran"], "steps", label, src),
+        up_to_date=_measured(doc["skipped"], "steps", label, src),
+        hit_rate=None if rate is None else _measured(round(100 * rate, 1), "%", label, src,
+                                                     "restored / (restored + ran)"),
+        restored_bytes=_measured(doc["restored_bytes"], "bytes", label, src),
+        stored_bytes=_measured(doc["stored_bytes"], "bytes", label, src),
+        sources={k: int(v) for k, v in sorted(doc["sources"].items())})
+
+
+def _store_rows(st: dict) -> list[list[str]]:
+    rows = [_row("steps restored", st["restored"]), _row("steps run", st["ran"]),
+            _row("steps up to date", st["up_to_date"]), _row("hit rate", st["hit_rate"]),
+            _row("bytes restored", st["restored_bytes"]),
+            _row("bytes newly stored", st["stored_bytes"])]
+    rows += [[f"restored from {name}", f"{n:,}", "steps", "measured (this build's step records)"]
+             for name, n in st["sources"].items()]
+    return rows
 
 
 def _row(name: str, f: dict | None) -> list[str]:
