@@ -128,3 +128,18 @@ def fit(images, configs=None) -> bytes:
     return fdt(("", [("description", s("crafted")), ("#address-cells", u32(1))],
                 [("images", [], list(images)), ("configurations", [("default", s("conf-1"))],
                                                  confs)]))
+
+
+def check_case(args, rc: int, line: str | None, check=None, time_bound: float = 20.0,
+               rss_bound_mib: float = 512) -> Run:
+    """One corpus case: `invoke ARGS` under the bounds ends with exit `rc`, no traceback, exactly
+    `line` as its one error line (none when rc is 0), and `check(stdout)` when given."""
+    run = invoke_bounded(*args, timeout=time_bound * 3)
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == rc, run.stdout + run.stderr
+    assert run.seconds <= time_bound, run.seconds
+    assert run.max_rss_mib <= rss_bound_mib, run.max_rss_mib
+    assert error_lines(run) == ([line] if rc else []), run.stderr
+    if check is not None:
+        assert check(run.stdout), run.stdout + run.stderr
+    return run

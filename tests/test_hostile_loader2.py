@@ -167,19 +167,7 @@ CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswi
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_hostile_loader(name, tmp_path):
-    args, rc, line, check = CASES[name](tmp_path)
-    run = hostile.invoke_bounded(*args, timeout=TIME_BOUND * 3)
-    assert "Traceback" not in run.stderr, run.stderr
-    assert run.returncode == rc, run.stdout + run.stderr
-    assert run.seconds <= TIME_BOUND, run.seconds
-    assert run.max_rss_mib <= RSS_BOUND_MIB, run.max_rss_mib
-    errors = hostile.error_lines(run)
-    if rc:
-        assert errors == [line], run.stderr
-    else:
-        assert not errors, run.stderr
-    if check is not None:
-        assert check(run.stdout), run.stdout
+    hostile.check_case(*CASES[name](tmp_path), time_bound=TIME_BOUND, rss_bound_mib=RSS_BOUND_MIB)
 
 
 def test_read_recipe_refuses_a_fifo_without_blocking(tmp_path):

@@ -269,9 +269,11 @@ def strict_utf8(raw: bytes, source, field: str) -> str:
                           field) from None
 
 
-def loads_json(text: str | bytes, source=None, field: str | None = None, max_bytes=None):
+def loads_json(text: str | bytes, source=None, field: str | None = None, max_bytes=None,
+               parse_int=None):
     """json.loads with a size and a nesting-depth limit (CAPS json_depth): a 100,000-level
-    document is one error line, not a RecursionError."""
+    document is one error line, not a RecursionError; so is an integer past Python's
+    4,300-digit conversion limit. `parse_int`: json.loads's hook (loads_json_strict's)."""
     limit = SIZE_CAPS["json"] if max_bytes is None else max_bytes
     if len(text) > limit:
         raise SeedfwError(f"JSON of {len(text)} bytes is over the {limit >> 20} MiB limit",
@@ -280,10 +282,12 @@ def loads_json(text: str | bytes, source=None, field: str | None = None, max_byt
         text = strict_utf8(text, source, field or "JSON")
     check_depth(text, source, field)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=parse_int)
     except json.JSONDecodeError as exc:
         raise SeedfwError(f"not valid JSON: {exc.msg}", source,
                           field or f"line {exc.lineno}") from None
+    except ValueError as exc:       # int() past sys.get_int_max_str_digits()
+        raise SeedfwError(f"not valid JSON: {exc}", source, field or "JSON") from None
     except RecursionError:          # check_depth makes this unreachable; kept as a backstop
         raise SeedfwError("JSON nested too deeply", source, field) from None
 
@@ -456,13 +460,6 @@ def loads_json_strict(text: str | bytes, source=None, field: str | None = None, 
     as a count) and integers longer than Python's 4,300-digit conversion limit (a ValueError
     from json.loads) are one error line naming the field, never a value that leaks into a
     report as "nan bytes"."""
-    limit = SIZE_CAPS["json"] if max_bytes is None else max_bytes
-    if len(text) > limit:
-        raise SeedfwError(f"JSON of {len(text)} bytes is over the {limit >> 20} MiB limit",
-                          source, field)
-    if isinstance(text, bytes):
-        text = strict_utf8(text, source, field or "JSON")
-    check_depth(text, source, field)
 
     def whole(digits: str) -> int:
         if len(digits.lstrip("-")) > 64:        # no count of ours needs more than 64 digits
@@ -470,13 +467,7 @@ def loads_json_strict(text: str | bytes, source=None, field: str | None = None, 
                               source, field or "JSON")
         return int(digits)
 
-    try:
-        data = json.loads(text, parse_int=whole)
-    except json.JSONDecodeError as exc:
-        raise SeedfwError(f"not valid JSON: {exc.msg}", source,
-                          field or f"line {exc.lineno}") from None
-    except RecursionError:          # check_depth makes this unreachable; kept as a backstop
-        raise SeedfwError("JSON nested too deeply", source, field) from None
+    data = loads_json(text, source, field, max_bytes, parse_int=whole)
     bad = first_non_finite(data)
     if bad is not None:
         where, value = bad
