@@ -391,7 +391,7 @@ class Plan:
         stamp, doc = stamp_of(step, dep_stamps)
         stored = self._store(step, key)
         util.write_json(stamp_file, {"stamp": stamp, **doc})
-        self._record(step, "ran", stamp, started, stored=stored)
+        self._record(step, "ran", stamp, started, stored=stored, key=key if stored is not None else None)
         return stamp
 
     # -- the artifact store (seedfw.cache: what goes in and the key live there) --
@@ -421,7 +421,7 @@ class Plan:
             f.write(got.log_text(step.name, stamp))
         stamp, doc = stamp_of(step, dep_stamps)
         util.write_json(stamp_file, {"stamp": stamp, **doc})
-        self._record(step, "restored", stamp, started, bytes=got.bytes, source=got.source)
+        self._record(step, "restored", stamp, started, bytes=got.bytes, source=got.source, key=key)
         return stamp
 
     def _store(self, step: Step, key: str | None) -> int | None:
