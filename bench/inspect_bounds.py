@@ -11,7 +11,9 @@ RKNS image whose four 32 MiB idblock images overlap, and the same 256 MiB file a
 each): a 3 GiB ext4 in a sparse disk image of a few MiB, an ext2 directory whose double-indirect
 block points at itself (60 MiB declared), 100,000 entries in 100 directories plus 5,000 in one,
 and names that hid and forged rows with setuid files beyond the listing's caps (--no-ext4: skip
-them; --ext4-only: only them). Each is run as a user runs it (`python -m invoke inspect FILE` in a
+them; --ext4-only: only them). The agent-log reader and `invoke stats` (issue 28): the corpus'
+own cases for the 239-byte backtracking line, a log at the 256 MiB cap, a 2 GiB one, the most
+work the caps allow and a 5,000-digit count; the 65,000 x 65,000 ELF. Each is run as a user runs it (`python -m invoke inspect FILE` in a
 child); time is wall time, RSS is the child's own peak (wait4's ru_maxrss) — measured, on this
 machine, shared with other work.
 
@@ -160,10 +162,33 @@ def ext4_corpus(out: Path) -> dict[str, Path]:
     return files
 
 
-def measure(path: Path) -> tuple[int, float, float, str]:
+# The other readers of issue 28, as their corpus cases build them (tests/test_hostile_*.py):
+# each an `invoke` command line over files in the scratch directory.
+AGENTLOG_CASES = ("unbounded_backtrack_239", "unbounded_log_at_cap", "silent_2gib_log",
+                  "unbounded_most_work_allowed", "traceback_5000_digits")
+
+
+def reader_cases(out: Path) -> dict[str, list[str]]:
+    import test_hostile_agentlog as agentlog
+    import test_hostile_stats as st
+    cases = {}
+    for name in AGENTLOG_CASES:
+        d = out / f"agentlog-{name}"
+        d.mkdir(parents=True, exist_ok=True)
+        cases[f"agentlog {name}"] = [str(a) for a in agentlog.CASES[name](d)[0]]
+    n = 65000       # the issue's 7.8 MB file: every section in every segment
+    f = st.write_elf(out / "stats-65000x65000.elf", b"", [st.shdr(0, 0)] + [
+        st.shdr(0, st.SHT_PROGBITS, st.SHF_ALLOC, 0x1000, 0x40, 0)] * (n - 1),
+        [st.phdr(0x1000, 0x100000)] * n)
+    cases["stats 65000x65000 ELF"] = ["stats", str(f)]
+    return cases
+
+
+def measure(path, args=None) -> tuple[int, float, float, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "tools"))
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", "inspect", str(path), "--json"],
+    proc = subprocess.Popen([sys.executable, "-m", "invoke",
+                             *(args or ["inspect", str(path), "--json"])],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     err = proc.stderr.read().decode(errors="replace")
     _pid, status, usage = os.wait4(proc.pid, 0)
@@ -185,6 +210,11 @@ def main() -> int:
             corpus(Path(args.generate), args.size_mib << 20)
         if not args.no_ext4:
             ext4_corpus(Path(args.generate))
+        if not args.ext4_only:      # their command lines, for the parent (a JSON beside them)
+            import json
+            readers = Path(args.generate) / "readers"
+            cases = reader_cases(readers)
+            (readers / "cases.json").write_text(json.dumps(cases))
         return 0
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="seedfw-bounds-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -195,12 +225,17 @@ def main() -> int:
                         str(args.size_mib)] + (["--no-ext4"] if args.no_ext4 else [])
                        + (["--ext4-only"] if args.ext4_only else []),
                        check=True)
-        files = {p.name: p for p in sorted(out.iterdir())}
+        files = {p.name: p for p in sorted(out.iterdir()) if p.is_file()}
+        import json
+        readers = {} if args.ext4_only else json.loads((out / "readers" / "cases.json").read_text())
         worst_t, worst_r, bad = (0.0, ""), (0.0, ""), []
         print(f"{'file':26} {'MiB':>5} {'disk':>5} {'exit':>4} {'s':>6} {'RSS MiB':>8}  error line")
-        for name, path in files.items():
-            rc, took, rss, line = measure(path)
-            st = path.stat()        # MiB: the file's size; disk: what it holds (sparse)
+        for name, path in list(files.items()) + [(n, None) for n in readers]:
+            rc, took, rss, line = measure(path, readers.get(name))
+            # MiB: the file's size; disk: what it holds (sparse); a reader case: its biggest file
+            biggest = path or max((Path(a) for a in readers[name] if Path(a).is_file()),
+                                  key=lambda q: q.stat().st_size)
+            st = biggest.stat()
             print(f"{name:26} {st.st_size >> 20:5} {st.st_blocks * 512 >> 20:5} {rc:4} "
                   f"{took:6.2f} {rss:8.1f}  {line[:150]}")
             worst_t = max(worst_t, (took, name))
