@@ -110,11 +110,7 @@ def gpt_disk(parts: list[tuple[str, int, bytes]], boot: bytes = b"", lbas: int |
         disk[32 * 1024:32 * 1024 + len(boot)] = boot
 
     def header(current, backup, array_lba):
-        h = bytearray(struct.pack("<8sIIIIQQQQ16sQIII", b"EFI PART", 0x10000, 92, 0, 0, current,
-                                  backup, 34, lbas - 34, _guid("disk"), array_lba, 128, 128,
-                                  zlib.crc32(array)))
-        struct.pack_into("<I", h, 16, zlib.crc32(h))
-        return bytes(h)
+        return _gpt_header(current, backup, array_lba, lbas, array)
 
     disk[SECTOR:SECTOR + 92] = header(1, lbas - 1, 2)
     disk[2 * SECTOR:2 * SECTOR + len(array)] = array
@@ -162,11 +158,7 @@ def write_sparse_gpt_disk(path, parts: list[tuple[str, int, Path]], lbas: int) -
                          first + -(-size // SECTOR) - 1, 0, name.encode("utf-16-le"))
 
     def header(current, backup, array_lba):
-        h = bytearray(struct.pack("<8sIIIIQQQQ16sQIII", b"EFI PART", 0x10000, 92, 0, 0, current,
-                                  backup, 34, lbas - 34, _guid("disk"), array_lba, 128, 128,
-                                  zlib.crc32(array)))
-        struct.pack_into("<I", h, 16, zlib.crc32(h))
-        return bytes(h)
+        return _gpt_header(current, backup, array_lba, lbas, array)
 
     mbr = bytearray(512)
     mbr[446:462] = bytes([0, 0, 2, 0, 0xEE, 0xFF, 0xFF, 0xFF]) + struct.pack(
@@ -192,3 +184,12 @@ def write_sparse_gpt_disk(path, parts: list[tuple[str, int, Path]], lbas: int) -
                         out.write(chunk)
                         at += len(chunk)
     return Path(path)
+
+
+def _gpt_header(current: int, backup: int, array_lba: int, lbas: int, array) -> bytes:
+    """A GPT header (92 bytes, CRCs filled in) for a disk of `lbas` sectors and its entry array."""
+    h = bytearray(struct.pack("<8sIIIIQQQQ16sQIII", b"EFI PART", 0x10000, 92, 0, 0, current,
+                              backup, 34, lbas - 34, _guid("disk"), array_lba, 128, 128,
+                              zlib.crc32(array)))
+    struct.pack_into("<I", h, 16, zlib.crc32(h))
+    return bytes(h)
