@@ -13,7 +13,7 @@ from .base import BootArtifact, Part
 SYMBOLS = ("POWER_PROFILE", "MODELS", "MODEL_MANIFEST", "MODELS_COMPRESS", "IMAGE_SIGN",
            "IMAGE_SIGN_KEY_DIR", "IMAGE_SIGN_KEY_NAME", "IMAGE_SIGN_REQUIRED", "TFA", "PAYLOAD",
            "MCU", "TFA_COMPRESS_RODATA")
-VERSION = "1"
+VERSION = "2"   # 2: declares every file it writes (the .its too), for the artifact store
 
 
 def bl31_image(ctx) -> Path:
@@ -69,8 +69,10 @@ def written(ctx) -> list[Path]:
     """Every file image.pack writes, not only the artifacts: a restore from the artifact store
     (seedfw.cache) puts back exactly the step's outputs."""
     extra = [ctx.images / "dvfs" / "opp.dts", ctx.images / "dvfs" / "dvfs_table.h"]
-    if ctx.board.image["format"] == "fit" and ctx.values.get("IMAGE_SIGN"):
-        extra.append(ctx.images / f"{ctx.board.name}-pubkey.dtb")
+    if ctx.board.image["format"] == "fit":
+        extra.append(ctx.images / f"{ctx.board.name}.itb.its")    # mkimage's input, kept
+        if ctx.values.get("IMAGE_SIGN"):
+            extra.append(ctx.images / f"{ctx.board.name}-pubkey.dtb")
     return outputs(ctx) + extra
 
 
