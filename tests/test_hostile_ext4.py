@@ -168,7 +168,10 @@ def test_sparse_3gib_file_system_read_in_place(tmp_path, monkeypatch):
     monkeypatch.setattr(hostile, "AS_LIMIT", 5 << 30)
     run = _inspect(disk, env=dict(os.environ, TMPDIR=str(scratch)))
     assert run.returncode == 0, run.stderr
-    assert run.max_rss_mib < 128, run.max_rss_mib          # was 6.3 GiB
+    # was 6.3 GiB (a copy of the partition). The mapped pages touched count as RSS; under a
+    # loaded machine's page cache that was seen at 162 MiB: the bound is "no copy", well below
+    # the corpus's 512 MiB.
+    assert run.max_rss_mib < 256, run.max_rss_mib
     assert list(scratch.iterdir()) == []                     # was a 3 GiB temporary copy
     assert run.stdout.splitlines()[-1] == ("all hashes ok: 92 bytes verified by a hash or "
                                            "signature; 4 rows (6 bytes) only listed, not verified")

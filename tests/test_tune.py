@@ -239,7 +239,8 @@ def test_six_trials_front_reproduction_export_resume(tmp_path_factory, tmp_path)
             continue                 # a configuration measured before: not built again
         ran = set(t["steps_ran"])
         if t["params"]["LZ4_DECODER_CHOICE"] != "LZ4_DECODER_FAST":
-            assert "tfa.build" in ran
+            # rebuilt, or restored from the artifact store when this machine built it before
+            assert "tfa.build" in ran | set(t.get("steps_restored", [])), t
         else:
             assert not ran & COMPILE_STEPS
 

@@ -21,7 +21,7 @@ def trials_doc(study, objectives) -> list[dict]:
                "params": space_mod.trial_values(t.params),
                "objectives": ({o.name: _whole(v) for o, v in zip(objectives, t.values)}
                               if t.values else None)}
-        for key in ("error", "steps_ran", "steps_skipped", "seconds", "notes", "interrupted",
+        for key in ("error", "steps_ran", "steps_restored", "steps_skipped", "seconds", "notes", "interrupted",
                     "default", "worker", "same_as"):
             if key in t.user_attrs:
                 doc[key] = t.user_attrs[key]

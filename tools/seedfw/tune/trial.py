@@ -49,11 +49,13 @@ class TrialResult:
     notes: dict = field(default_factory=dict)
     error: str | None = None                        # the one error line of a failed trial
     steps_ran: list[str] = field(default_factory=list)
+    steps_restored: list[str] = field(default_factory=list)   # from the artifact store
     steps_skipped: int = 0
     seconds: dict = field(default_factory=dict)     # seed (copy), build, boot, total
 
     def attrs(self) -> dict:
         return {"error": self.error, "steps_ran": self.steps_ran,
+                "steps_restored": self.steps_restored,
                 "steps_skipped": self.steps_skipped, "seconds": self.seconds, "notes": self.notes}
 
 
@@ -153,6 +155,15 @@ def check_sources(base: Path) -> str | None:
     return None
 
 
+def restored_steps(outdir: Path) -> list[str]:
+    """Steps the trial build took from the artifact store (seedfw.cache) instead of running."""
+    path = outdir / "logs" / "steps.jsonl"
+    if not path.is_file():
+        return []
+    return [r["step"] for r in map(json.loads, path.read_text().splitlines())
+            if r["action"] == "restored"]
+
+
 def step_counts(outdir: Path) -> tuple[list[str], int]:
     """(steps that ran, number skipped) from the trial build's logs/steps.jsonl."""
     ran, skipped = [], 0
@@ -186,6 +197,7 @@ def run(board, params: list, values: dict, objectives: list, base: Path, outdir:
         finally:
             res.seconds["build"] = round(time.monotonic() - t1, 3)
             res.steps_ran, res.steps_skipped = step_counts(outdir)
+            res.steps_restored = restored_steps(outdir)
         uart = None
         if boots:
             t2 = time.monotonic()
