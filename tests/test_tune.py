@@ -251,7 +251,9 @@ def test_six_trials_front_reproduction_export_resume(tmp_path_factory, tmp_path)
     hc_only = dict(t0["params"], COMPRESS_HC_LEVEL=4)
     r = trial.run(QEMU, params, hc_only, objs, base, tmp_path / "hc4")
     assert r.error is None and not set(r.steps_ran) & COMPILE_STEPS
-    assert {"tfa.compress", "payload.compress", "image.pack"} <= set(r.steps_ran)
+    # (run here, or restored from the artifact store when this machine built that level before)
+    assert {"tfa.compress", "payload.compress", "image.pack"} <= set(r.steps_ran) | set(
+        r.steps_restored)
     assert r.values["storage"] != t0["objectives"]["storage"]
 
     # Determinism: a front trial's configuration, rebuilt in a new directory, scores the same
