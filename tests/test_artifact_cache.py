@@ -98,7 +98,7 @@ def test_a_corrupt_object_is_detected_deleted_and_rebuilt(tmp_path):
     got = _plan(tmp_path / "two", store, calls=calls).run()
     assert _actions(got)["a.make"] == "ran" and "a.make" in calls
     assert (tmp_path / "two/build/a/a.bin").read_bytes() == b"firmware bytes"
-    assert any("corrupt" in n for n in store.stats.notes), store.stats.notes
+    assert any("corrupt" in n for n in store.notes), store.notes
     # the run stored a good copy again: a third directory restores it
     assert _actions(_plan(tmp_path / "three", store).run())["a.make"] == "restored"
     assert blob.read_bytes() == b"firmware bytes"
@@ -171,6 +171,7 @@ def test_the_store_is_trimmed_least_recently_used_first(tmp_path):
         cache.save(f"s.{i}", cache.key(f"stamp{i}"), out, [f])
         os.utime(store._record_path(cache.key(f"stamp{i}")), (1000 + i, 1000 + i))
     assert store.usage()[2] == 5000
+    assert cache.stored == 5000             # what the build stored: the cache trims after it
     freed = store.trim()
     assert freed >= 2000 and store.usage()[2] <= 2400
     assert store.get_record(cache.key("stamp4")) is not None     # the newest kept

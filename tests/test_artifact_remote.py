@@ -143,7 +143,7 @@ def _saved(tmp: Path, url: str, tag: str = "a") -> tuple[ArtifactCache, Path, li
     cache = ArtifactCache(LocalStore(tmp / f"store-{tag}", CAP), OciStore.from_url(url), True)
     cache.save("tfa", ArtifactCache.key(f"stamp-{tag}"), out, files,
                log=f"log of {tag}\n".encode())
-    assert cache.stats.notes == []
+    assert cache.notes == []
     return cache, out, files, ArtifactCache.key(f"stamp-{tag}")
 
 
@@ -267,7 +267,7 @@ def test_a_tampered_blob_is_refused_and_nothing_lands(registry, tmp_path):
     # through the cache: a note, a miss, and the step would run
     cache = ArtifactCache(LocalStore(tmp_path / "empty2", CAP), OciStore.from_url(registry.url))
     assert cache.restore("tfa", ArtifactCache.key("stamp-tamper"), tmp_path / "o") is None
-    assert cache.stats.notes == [f"remote: {exc.value.message}"]
+    assert cache.notes == [f"remote: {exc.value.message}"]
     assert _store_files(tmp_path / "empty2") == [] and not (tmp_path / "o").exists()
 
 
@@ -356,8 +356,8 @@ def test_an_unreachable_registry_is_one_line_then_quiet(tmp_path, monkeypatch):
     out, files = _outputs(tmp_path, "down")
     cache.save("tfa", ArtifactCache.key("stamp-down"), out, files)
     assert cache.restore("tfa", ArtifactCache.key("stamp-nope"), tmp_path / "o") is None
-    assert cache.stats.notes == [f"remote: {url} does not answer (connection refused)"]
-    assert PASSWORD not in repr(cache.describe()) + "".join(cache.stats.notes)
+    assert cache.notes == [f"remote: {url} does not answer (connection refused)"]
+    assert PASSWORD not in repr(cache.describe()) + "".join(cache.notes)
 
 
 def test_credentials_come_from_the_environment_and_are_never_shown(auth_registry, tmp_path,
@@ -590,7 +590,7 @@ def test_a_refused_push_is_one_note_and_pulls_go_on(hostile, tmp_path):
     for tag in ("one", "two"):
         out, files = _outputs(tmp_path, tag)
         cache.save("tfa", ArtifactCache.key(f"stamp-{tag}"), out, files)
-    assert cache.stats.notes == [f"remote: {url} opened no upload session (read-only "
+    assert cache.notes == [f"remote: {url} opened no upload session (read-only "
                                  "credentials?)"]
     assert Hostile.posts == 1                        # the second save did not try again
     with pytest.raises(SeedfwError, match="answered HTTP 503 to GET manifest"):

@@ -84,7 +84,7 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
     finally:
         if store is not None:
             from rich.markup import escape
-            for note in store.stats.notes:
+            for note in store.notes:
                 say(f"  [yellow]artifact store:[/] {escape(note)}", markup=True)
             store.trim()
     ccache.finish(ctx)                # images/ccache.json, read by the report

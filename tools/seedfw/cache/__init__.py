@@ -39,7 +39,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
@@ -76,13 +76,6 @@ class Restored:
             f"=== end of the restored log of {step}\n".encode()
 
 
-@dataclass
-class CacheStats:
-    """Per build: what the store did (the report's `cache` section reads steps.jsonl for this)."""
-
-    notes: list[str] = field(default_factory=list)
-
-
 class ArtifactCache:
     """A local store plus an optional remote (see the module docstring)."""
 
@@ -90,7 +83,8 @@ class ArtifactCache:
         self.local = local
         self.remote = remote
         self.remote_writes = remote_writes
-        self.stats = CacheStats()
+        self.notes: list[str] = []      # what went wrong, said once by the build
+        self.stored = 0                 # bytes this build put into the local store
 
     @staticmethod
     def key(stamp: str, needs: dict | None = None) -> str:
@@ -168,7 +162,7 @@ class ArtifactCache:
                 tmp.unlink(missing_ok=True)
             self.local.drop(key)
             self.local.drop_blob(exc.sha256)
-            self.stats.notes.append(f"{step_name}: stored object was corrupt ({exc}); deleted, rebuilt")
+            self.notes.append(f"{step_name}: stored object was corrupt ({exc}); deleted, rebuilt")
             return None
         except BaseException:
             for tmp, _ in moves:
@@ -187,7 +181,7 @@ class ArtifactCache:
         try:
             return self.remote.pull(key, self.local)
         except SeedfwError as exc:
-            self.stats.notes.append(f"remote: {exc.message}")
+            self.notes.append(f"remote: {exc.message}")
             return None
 
     # -- save --
@@ -216,17 +210,22 @@ class ArtifactCache:
                 if self.local.put_blob(named[e["path"]], e["sha256"], e["size"]):
                     stored += e["size"]
             self.local.put_record(record["key"], record)
+            self.stored += stored
         except (OSError, Corrupt) as exc:
-            self.stats.notes.append(f"{step_name}: not stored ({exc})")
+            self.notes.append(f"{step_name}: not stored ({exc})")
             return stored
         if self.remote is not None and self.remote_writes:
             try:
                 self.remote.push(record, self.local)
             except SeedfwError as exc:
-                self.stats.notes.append(f"remote: {exc.message}")
+                self.notes.append(f"remote: {exc.message}")
         return stored
 
     def trim(self) -> int:
+        """Keep the local store under its cap; only after this build stored something (a no-op
+        build must not walk the store)."""
+        if not self.stored:
+            return 0
         try:
             return self.local.trim()
         except (OSError, SeedfwError):
