@@ -39,7 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from seedfw import build, ccache, paths, util
+from seedfw import build, paths, util
+from seedfw.cache import ccache
 
 COMPILE_STEPS = ("uboot.build", "tfa.build", "tfa.fip")
 

@@ -29,7 +29,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from seedfw import boards
-    from seedfw.bench import QemuGdbTarget
+    from seedfw.lab.inventory import QemuGdbTarget
     from seedfw.flash.pyocd_runner import PyocdRunner
     from seedfw.flash.qemu_probe.rsp import RspClient
 

@@ -83,7 +83,7 @@ def corpus(out: Path, size: int) -> dict[str, Path]:
     (out / "package-big.pkg").write_bytes(package.encode([Entry("big", rnd)]))
     files["package-big.pkg"] = out / "package-big.pkg"
     del rnd
-    from seedfw.images.reading import CAPS
+    from seedfw.reading import CAPS
     zeros = bytes(CAPS["lz4_output"])
     stored = container.write_container(zeros, block_size=1 << 20, level=0)
     del zeros

@@ -15,9 +15,10 @@ Debian's u-boot-qemu (sha256-pinned, seedfw.compress.corpus) .rodata and .data, 
 .rodata/.text of any ELF found under output/*/ (build with `invoke build`). Sections with the
 same bytes (BL31 in the build tree and in images/) are measured once.
 
-Results go to the per-host, per-variant cache that `invoke report` reads (seedfw.decoder_speed:
+Results go to the per-host, per-variant cache (seedfw.compress.decoder_speed:
 $SEEDFW_CACHE_DIR/bench/lz4_speed/<host>-<variant>.json, default ~/.cache/seedfw), never into
-the source tree. Exit status: 0, 1 on error, 2 when the linked variant misses the goal
+the source tree. `invoke report` does not read that cache; give it one result with
+`--decoder-bench FILE` to show it, labelled as measured on the host, not the board. Exit status: 0, 1 on error, 2 when the linked variant misses the goal
 (geometric-mean ratio >= 0.9 of liblz4).
 
     python3 bench/lz4_speed.py [ELF[:.rodata,.text] ...] [--seconds 1] [--variants fast,small]
@@ -37,7 +38,8 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from seedfw import decoder_speed, util
+from seedfw.compress import decoder_speed
+from seedfw import util
 from seedfw.compress.container import write_container
 from seedfw.compress.sections import read_elf_sections
 from seedfw.compress.train import elf_label
@@ -140,6 +142,7 @@ def result(variant: str, flags: str, size: int | None, cases: list[dict], args) 
         "host": decoder_speed.host_name(), "cpu_model": model, "cpu_mhz": mhz,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "variant": variant, "flags": flags, "platform": platform.platform(),
+        "machine": platform.machine(),
         "aarch64_text_bytes": size,
         "mb_per_s": round(ours, 1), "liblz4_mb_per_s": round(lib, 1),
         "ratio_vs_liblz4": round(geomean(ratios), 3),

@@ -3,7 +3,6 @@
 
 config OS_ROOT_EXT4
 	bool "Root on the ext4 rootfs partition (a small initramfs loads the modules it needs)"
-	default y if BOARD_RK3588
 	depends on BUILDROOT && KERNEL && BUILDROOT_ROOTFS_EXT4
 	help
 	  The kernel mounts the disk's ext4 "rootfs" partition (found by its GPT PARTUUID) as
@@ -20,7 +19,6 @@ if OS_ROOT_EXT4
 
 config OS_MODULES
 	string "Kernel modules the root mount needs (names; dependencies are added)"
-	default "sdhci_of_dwcmshc dw_mmc_rockchip gpio_rockchip spi_rockchip rk808_regulator ext4" if BOARD_RK3588
 	default "ext4"
 	help
 	  Module names as modinfo knows them (- and _ are the same). rk3588 (ROCK 5B DT):
@@ -44,6 +42,20 @@ config OS_MODULES_EMULATION
 	  emulated boot proved. On the board virtio_blk loads and binds to nothing (its bus,
 	  virtio-pci, is built into the kernel). Empty: left out (the QEMU proof then fails with
 	  the initramfs's line naming the missing module).
+
+	  Grammar: module-list
+
+config OS_MODULES_AGENT
+	string "Kernel modules the agent loads before its perf windows (rootfs only)"
+	default ""
+	help
+	  Module names (dependencies added from the kernel's modules.dep, like OS_MODULES) that
+	  go into the rootfs, not the initramfs: the root mount does not need them. The agent's
+	  init script (firmware/agent/S99seedfw-agent) modprobes each before the agent opens the
+	  PMUs of board.yaml `perf`. rk3588: rockchip_dfi, the DDR monitor whose perf PMU
+	  `rockchip_ddr` the agent reads (Debian builds CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI=m; it
+	  binds to the DT's rockchip,rk3588-dfi node, so on QEMU virt it loads and binds to
+	  nothing and the agent prints the PMU absent).
 
 	  Grammar: module-list
 

@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import resource
 import struct
-import subprocess
-import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,40 +24,19 @@ class Run:
     max_rss_mib: float
 
 
-def _limit():
-    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+def invoke_bounded(*args, env=None, cwd=ROOT, timeout=TIME_LIMIT, real=False) -> Run:
+    """`python -m invoke ARGS` with RLIMIT_AS = 1 GiB; time and peak RSS of that child.
 
-
-def invoke_bounded(*args, env=None, cwd=ROOT, timeout=TIME_LIMIT) -> Run:
-    """`python -m invoke ARGS` with RLIMIT_AS = 1 GiB; time and peak RSS of that child."""
+    The child is forked from a warm interpreter (tests/warm.py) unless `real`: still one process
+    per case, each with its own address-space limit, timeout kill and wait4 figures."""
+    import warm
     env = dict(env or os.environ)
     env.setdefault("PYTHONPATH", str(ROOT / "tools"))
-    start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", *map(str, args)], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limit)
-    chunks = {"out": b"", "err": b""}
-
-    def drain(name, pipe):
-        chunks[name] = pipe.read()
-
-    readers = [threading.Thread(target=drain, args=("out", proc.stdout)),
-               threading.Thread(target=drain, args=("err", proc.stderr))]
-    for t in readers:
-        t.start()
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    try:
-        _pid, status, usage = os.wait4(proc.pid, 0)     # this child's own peak RSS
-    finally:
-        timer.cancel()
-    for t in readers:
-        t.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    took = time.monotonic() - start
-    if took >= timeout:
+    run = warm.run_invoke(args, cwd=cwd, env=env, timeout=timeout, as_limit=AS_LIMIT, real=real)
+    if run.timed_out or run.seconds >= timeout:
         raise AssertionError(f"invoke {' '.join(map(str, args))} took over {timeout} s")
-    return Run(proc.returncode, chunks["out"].decode(errors="replace"),
-               chunks["err"].decode(errors="replace"), took, usage.ru_maxrss / 1024)
+    return Run(run.returncode, run.stdout.decode(errors="replace"),
+               run.stderr.decode(errors="replace"), run.seconds, run.max_rss_kib / 1024)
 
 
 def error_lines(run: Run) -> list[str]:
@@ -131,10 +105,10 @@ def fit(images, configs=None) -> bytes:
 
 
 def check_case(args, rc: int, line: str | None, check=None, time_bound: float = 20.0,
-               rss_bound_mib: float = 512) -> Run:
+               rss_bound_mib: float = 512, real: bool = False) -> Run:
     """One corpus case: `invoke ARGS` under the bounds ends with exit `rc`, no traceback, exactly
     `line` as its one error line (none when rc is 0), and `check(stdout)` when given."""
-    run = invoke_bounded(*args, timeout=time_bound * 3)
+    run = invoke_bounded(*args, timeout=time_bound * 3, real=real)
     assert "Traceback" not in run.stderr, run.stderr
     assert run.returncode == rc, run.stdout + run.stderr
     assert run.seconds <= time_bound, run.seconds

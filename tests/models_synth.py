@@ -1,5 +1,5 @@
 """Synthetic model blobs: TEST FIXTURES ONLY (the board manifests embed real compiled models,
-seedfw.rknn; docs/models.md).
+seedfw.models.rknn; docs/models.md).
 
 These files have the RKNN framing (see models.py) with deterministic filler "weights", so the
 framing checks, the synthetic flag and the manifest rules can be tested without the compiler;

@@ -14,7 +14,7 @@ import pytest
 
 from seedfw import cache as cache_mod
 from seedfw.cache import local as local_mod
-from seedfw.plan import Plan, Step
+from seedfw.plan import Plan, Step, source
 
 
 def _store(tmp_path, cap=1 << 30) -> cache_mod.ArtifactCache:
@@ -23,8 +23,8 @@ def _store(tmp_path, cap=1 << 30) -> cache_mod.ArtifactCache:
 
 def _plan(outdir: Path, store, payload: bytes = b"firmware bytes", calls=None) -> Plan:
     """Two steps: `a.make` writes build/a/a.bin and installs images/a.img; `b.pack` reads a.img.
-    a.img is deliberately not among a.make's declared outputs (a need no step declares): the
-    store's key still covers it, by content."""
+    a.img is deliberately not among a.make's declared outputs (b.pack reads it as a source,
+    plan.source): the store's key still covers it, by content."""
     calls = calls if calls is not None else []
     a_bin = outdir / "build" / "a" / "a.bin"
     a_img = outdir / "images" / "a.img"
@@ -48,7 +48,7 @@ def _plan(outdir: Path, store, payload: bytes = b"firmware bytes", calls=None) -
 
     plan = Plan(outdir, jobs=1, cache=store)
     plan.add(Step("a.make", make, inputs={"payload": payload.hex()}, outputs=(a_bin,)),
-             Step("b.pack", pack, needs=(a_img,), inputs={"v": 1}, outputs=(b_out,)))
+             Step("b.pack", pack, needs=(source(a_img),), inputs={"v": 1}, outputs=(b_out,)))
     return plan
 
 
@@ -230,3 +230,19 @@ def test_files_a_step_writes_into_a_per_user_cache_come_back_there(tmp_path):
     assert _actions(plan.run()) == {"m.compile": "ran"}
     assert calls == ["m.compile", "m.compile"]
     assert not (tmp_path / "three" / "images" / "models.json").exists()
+
+
+def test_a_write_only_store_compiles_here_and_still_fills_the_store(tmp_path):
+    """build(store="write"): every step runs in this directory (a real compile, what the suite's
+    Buildroot run needs), and what it made is restorable elsewhere."""
+    store = _store(tmp_path)
+    calls: list[str] = []
+    _plan(tmp_path / "one", store, calls=calls).run()
+    store.reads = False
+    again = _plan(tmp_path / "two", store, calls=calls).run()
+    assert _actions(again) == {"a.make": "ran", "b.pack": "ran"}          # nothing restored
+    assert calls == ["a.make", "b.pack", "a.make", "b.pack"]
+    store.reads = True                                    # negative control: it was there
+    third = _plan(tmp_path / "three", store, calls=calls).run()
+    assert _actions(third) == {"a.make": "restored", "b.pack": "restored"}
+    assert calls[4:] == []

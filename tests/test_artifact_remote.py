@@ -628,7 +628,7 @@ def test_a_registry_behind_a_token_service(hostile, tmp_path, monkeypatch):
 # -- doctor -------------------------------------------------------------------------------------
 
 def test_doctor_shows_the_store_and_whether_the_remote_answers(registry, tmp_path, monkeypatch):
-    from seedfw import doctor
+    from seedfw.host import doctor
     monkeypatch.setenv("SEEDFW_ARTIFACT_CACHE", str(tmp_path / "store"))
     monkeypatch.setenv("SEEDFW_ARTIFACT_CACHE_SIZE", "2G")
     monkeypatch.setenv("SEEDFW_CACHE_REMOTE", registry.url)

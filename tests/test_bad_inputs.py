@@ -6,10 +6,12 @@ case.yaml fields:
   board:   the board whose good outputs are prepared first (invoke config/build into {out})
   prepare: the invoke command that makes those good outputs (default: config --board B)
   command: the invoke command under test; {case} is the case folder, {out} the output directory
-  expect:  the exact error line ({case} and {out} substituted)
+  expect:  the exact error line ({case}, {out} and {boards}, the known boards, substituted)
   files:   optional {name: text} written into a scratch copy of the case folder first
   bytes:   optional {name: hex} likewise, for binary inputs
   env:     optional {VARIABLE: value} for the command ({case} substituted; "" sets it empty)
+  mirror:  optional files of $SEEDFW_MIRROR_DIR linked into the case's mirror/ (a committed
+           link would name where one checkout sits; skipped without a mirror)
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ def test_bad_input(name, prepared, tmp_path):
     spec = yaml.safe_load((CORPUS / name / "case.yaml").read_text())
     case = tmp_path / name
     shutil.copytree(CORPUS / name, case)
+    for rel in spec.get("mirror") or ():
+        real = Path(os.environ.get("SEEDFW_MIRROR_DIR", "/nonexistent")) / rel
+        if not real.is_file():
+            pytest.skip(f"needs {rel} from $SEEDFW_MIRROR_DIR")
+        (case / "mirror").mkdir(exist_ok=True)
+        (case / "mirror" / real.name).symlink_to(real)
     for fname, text in (spec.get("files") or {}).items():
         (case / fname).write_text(text)
     for fname, hexdata in (spec.get("bytes") or {}).items():
@@ -71,7 +79,10 @@ def test_bad_input(name, prepared, tmp_path):
     before = tree_hashes(out)
 
     def subst(s: str) -> str:
-        return s.replace("{case}", str(case)).replace("{out}", str(out))
+        # {boards}: the board folders (a new board is data: the known list grows with it)
+        from seedfw import boards
+        return s.replace("{case}", str(case)).replace("{out}", str(out)).replace(
+            "{boards}", ", ".join(boards.names()))
 
     env = dict(os.environ, **{k: subst(str(v)) for k, v in (spec.get("env") or {}).items()})
     proc = invoke(*[subst(str(a)) for a in spec["command"]], env=env)

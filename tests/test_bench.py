@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcu_build import ROOT
-from seedfw import bench
+from seedfw.lab import inventory as bench
 from seedfw.errors import SeedfwError
 
 QEMU_BENCH = ROOT / "bench/qemu-bench.yaml"
@@ -31,10 +31,12 @@ def test_unknown_board_is_one_line_error(tmp_path):
     assert err.value.line().startswith(f"{f}: boards[0].board: unknown board 'nosuch'")
 
 
-def test_missing_bench_file_named(monkeypatch):
+def test_without_a_bench_file_the_bench_is_the_board_datas_places(monkeypatch):
     monkeypatch.delenv("SEEDFW_BENCH", raising=False)
-    with pytest.raises(SeedfwError, match="no bench file"):
-        bench.load(None)
+    [entry] = bench.load(None)
+    assert (entry.name, entry.board, entry.probe, entry.qemu_args) == \
+        ("mps2-an385", "mps2-an385", "qemu:auto", ())
+    assert entry.pyocd_target() == "seedfw_mps2_an385"
 
 
 def test_absent_probe_and_serial_reported():
@@ -82,7 +84,7 @@ def test_decoder_speed_kinds(tmp_path, monkeypatch):
     """measured only for this host's result for the linked variant, and not too old; a
     foreign host's, the other variant's or an old result is an estimate that says why."""
     from datetime import datetime, timezone
-    from seedfw import decoder_speed as ds
+    from seedfw.compress import decoder_speed as ds
     monkeypatch.setenv("SEEDFW_CACHE_DIR", str(tmp_path))
     now = datetime(2026, 2, 1, tzinfo=timezone.utc)
     assert ds.linked_variant({}) == "fast"
@@ -110,7 +112,7 @@ def test_decoder_speed_kinds(tmp_path, monkeypatch):
 
 
 def test_decoder_speed_cache_env(tmp_path, monkeypatch):
-    from seedfw import decoder_speed as ds
+    from seedfw.compress import decoder_speed as ds
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SEEDFW_CACHE_DIR", "rel")
     assert ds.results_dir() == tmp_path / "rel" / "bench" / "lz4_speed"   # made absolute
@@ -120,16 +122,26 @@ def test_decoder_speed_cache_env(tmp_path, monkeypatch):
 
 
 def test_report_reads_decoder_speed(tmp_path, monkeypatch):
-    """report/inputs.read_decompress_speed delegates: a foreign result is not 'measured'."""
+    """report/inputs.read_decompress_speed never reads the cache: this host's own result there
+    changes nothing (the constant, estimated); given explicitly it is the host's figure."""
     import json
+    from seedfw.compress import decoder_speed
     from seedfw.report import inputs
     monkeypatch.setenv("SEEDFW_CACHE_DIR", str(tmp_path / "cache"))
-    _result(tmp_path / "cache", "some-other-host", "fast")
+    _result(tmp_path / "cache", decoder_speed.host_name(), "fast", cpb=0.57)
     out = tmp_path / "out"
     out.mkdir()
     (out / "config.json").write_text(json.dumps({"LZ4_DECODER": "fast"}))
-    fig = inputs.read_decompress_speed(out)
-    assert fig["kind"] == "estimated" and "some-other-host" in fig["note"]
+    fig, host = inputs.read_decompress_speed(out)
+    assert (fig["value"], fig["kind"], host) == (decoder_speed.DEFAULT_CYCLES_PER_BYTE,
+                                                 "estimated", None)
+    given = decoder_speed.result_path("fast")
+    fig, host = inputs.read_decompress_speed(out, bench=given)
+    assert fig["value"] == decoder_speed.DEFAULT_CYCLES_PER_BYTE
+    assert (host["value"], host["kind"], host["source"]) == (0.57, "measured",
+                                                             f"--decoder-bench {given.name}")
+    assert host["provenance"]["label"].startswith("measured on the host (")
+    assert host["provenance"]["label"].endswith("), not the board")
 
 
 def test_bench_dedupes_identical_sections(tmp_path):
@@ -166,7 +178,7 @@ def test_bench_runs_and_writes_only_the_cache(tmp_path):
         assert name in lines, p.stdout
     assert "goal: ratio >= 0.9" in p.stdout
     saved = sorted(q.name for q in (tmp_path / "cache/bench/lz4_speed").iterdir())
-    from seedfw import decoder_speed
+    from seedfw.compress import decoder_speed
     assert saved == [f"{decoder_speed.host_name()}-fast.json",
                      f"{decoder_speed.host_name()}-small.json"]
     import json

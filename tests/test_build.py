@@ -261,10 +261,12 @@ def test_second_build_runs_no_compiler(rk3588_build, qemu_aarch64_build):
         records = steps(first.outdir)
         assert records and all(r["action"] == "skipped" for r in records), records
         assert not COMPILING_STEPS & set(again.ran)
-        # A host-time bound (a budget, not the proof: the proof is above, nothing ran): 0.2-0.5 s
-        # here; 5 s leaves a loaded machine room and still catches a no-op that re-hashes trees.
-        assert again.seconds < 5.0, \
-            f"host bound: the no-op rebuild of {first.board} took {again.seconds:.2f} s (over 5 s)"
+        # A host-time bound (a budget, not the proof: the proof is above, nothing ran): 1.6 s
+        # for rk3588 on an idle 2-core machine (the manifest, the SBOM and the report are
+        # rewritten), 8.6 s at load 10 under two test workers; 30 s still catches a no-op that
+        # re-hashes the rootfs or re-reads every tree.
+        assert again.seconds < 30.0, \
+            f"host bound: the no-op rebuild of {first.board} took {again.seconds:.2f} s (over 30 s)"
 
 
 @pytest.mark.slow
@@ -313,18 +315,23 @@ def test_mcu_image_links_at_the_boards_addresses(mps2_build):
 
 
 @pytest.mark.slow
-def test_build_all_and_output_dirs_can_move(rk3588_build, qemu_aarch64_build, tmp_path):
+def test_build_all_and_output_dirs_can_move(rk3588_build, qemu_aarch64_build, tmp_path_factory,
+                                            tmp_path):
     """`--board all` builds each board into DIR/<board>; stamps hold no absolute paths, so output
-    directories copied elsewhere are still up to date (only boards not built before compile)."""
-    for result in (rk3588_build, qemu_aarch64_build):
+    directories copied elsewhere are still up to date (only boards not built before compile).
+    Every board but mps2-an385 (the cheapest) is a copied session build: a board missing here
+    would be a second Buildroot build of the suite."""
+    copied = (rk3588_build, qemu_aarch64_build, builds.build_board("rock5a", tmp_path_factory))
+    for result in copied:
         shutil.copytree(result.outdir, tmp_path / result.board, symlinks=True)
     proc = invoke("build", "--board", "all", "--output", tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr
     for name in boards.names():
         assert (tmp_path / name / "manifest.json").is_file()
         ran = [r["step"] for r in steps(tmp_path / name) if r["action"] == "ran"]
-        if name in (rk3588_build.board, qemu_aarch64_build.board):
+        if name in {r.board for r in copied}:
             assert ran == [], (name, ran)
+    assert "mps2-an385" not in {r.board for r in copied}     # one board did build here
 
 
 @pytest.mark.slow

@@ -179,7 +179,8 @@ def _fdt_to_dir(dtb: Path, dest: Path, node: str = "/") -> None:
 def opp_overlay(tmp_path_factory):
     """The overlay osimage makes from a build's opp.dtb, and QEMU virt's own DT with it applied
     by fdtoverlay (the same operation as U-Boot's `fdt apply`)."""
-    from seedfw import dvfs, dvfs_hints
+    from seedfw import dvfs
+    from seedfw.dvfs import hints as dvfs_hints
     from seedfw.parts import os_fit as osimage
     work = tmp_path_factory.mktemp("opp-overlay")
     board = boards.get("qemu-aarch64")
@@ -326,7 +327,7 @@ def test_noop_rebuild_runs_no_buildroot_step(br_build):
     log = result.outdir / "logs" / "buildroot.log"
     before = (log.stat().st_mtime_ns, log.stat().st_size)
     again = build_mod.build("qemu-aarch64", result.outdir, [FRAGMENT])
-    br_steps = [r for r in again.records if r["step"].startswith(("buildroot.", "kernel.", "os."))]
+    br_steps = [r for r in again.records if r["step"].startswith(("buildroot.", "kernel.", "os-"))]
     assert len(br_steps) == 8 and all(r["action"] == "skipped" for r in br_steps), br_steps
     # Buildroot did not even start: its log is as the first build left it. (Other steps may run
     # when someone edits firmware/ during the session; Buildroot's inputs did not change.)
@@ -496,12 +497,15 @@ def test_legal_bundle_covers_the_whole_firmware(br_build):
     orig = uboot.VERSIONS["2025.01"]["files"][0]
     assert util_sha(legal / "seedfw" / "u-boot" / orig.name) == orig.sha256
     sbom = json.loads((legal / "sbom.cdx.json").read_text())
-    assert sbom["bomFormat"] == "CycloneDX" and sbom["specVersion"] == "1.5"
+    assert sbom["bomFormat"] == "CycloneDX" and sbom["specVersion"] == "1.6"
+    assert (legal / "sbom.cdx.json").read_bytes() == \
+        (result.outdir / "sbom" / "sbom.cdx.json").read_bytes()     # the build's own SBOM
     comps = {c["name"]: c for c in sbom["components"]}
     for name in ("trusted-firmware-a", "u-boot", "linux", "busybox", "seedfw-agent"):
         assert name in comps, name
-    assert comps["fakeroot"]["version"] == "1.29"        # what was built, not Buildroot's pin
-    assert any(prop["name"] == "seedfw:override" for prop in comps["fakeroot"]["properties"])
+    assert comps["host-fakeroot"]["version"] == "1.29"   # what was built, not Buildroot's pin
+    assert any(prop["name"] == "seedfw:override"
+               for prop in comps["host-fakeroot"]["properties"])
     assert (legal / "seedfw" / "buildroot-overrides" / "fakeroot_1.29.tar.gz").is_file()
     # Reproducible: the same build gives the same SBOM.
     first = (legal / "sbom.cdx.json").read_bytes()

@@ -1,4 +1,4 @@
-"""ccache for every C compile (seedfw.ccache), with a real redis-server as the team cache.
+"""ccache for every C compile (seedfw.cache.ccache), with a real redis-server as the team cache.
 
 Slow proof (one module-scoped pair of builds of qemu-aarch64, the cheapest board with TF-A and
 U-Boot): output dir A with an empty local cache and an empty remote, then a fresh output dir B
@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from cli import invoke
-from seedfw import ccache, paths
+from seedfw.cache import ccache
+from seedfw import paths
 from seedfw.errors import SeedfwError
 
 REDIS = shutil.which("redis-server")
@@ -71,7 +72,7 @@ def build_env(cache: Path) -> dict:
     """The build's own seedfw cache dir (empty U-Boot cache and local ccache), the shared
     download cache (nothing is fetched twice), the machine's rknn venv and compiled models
     (what this test measures is the C compiler cache)."""
-    from seedfw.rknn import compile as rknn_compile, venv
+    from seedfw.models.rknn import compile as rknn_compile, venv
     return dict(os.environ, SEEDFW_CACHE_DIR=str(cache), SEEDFW_DL_DIR=str(paths.download_dir()),
                 SEEDFW_RKNN_VENV=str(venv.venv_dir()), SEEDFW_MODEL_CACHE=str(rknn_compile.cache_root()))
 
@@ -161,6 +162,7 @@ def test_doctor_checks_a_configured_remote(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow      # real builds of mps2-an385: integration, not unit
 def test_dead_remote_warns_once_and_builds_locally(tmp_path):
     """mps2-an385 (one small C build): a remote nobody listens on gives exactly one warning, a
     successful local-only build and the reason in ccache.json; a live remote (negative
@@ -177,8 +179,8 @@ def test_dead_remote_warns_once_and_builds_locally(tmp_path):
     report = json.loads((tmp_path / "dead" / "report" / "report.json").read_text())["cache"]
     assert report["warnings"] == [f"remote {dead} did not answer at build start (Connection "
                                   "refused): local cache only"]
-    assert "time_saved" not in report          # no bench result in this (empty) seedfw cache
-    assert "Time saved: no bench/cache_speed.py result on this host." in \
+    assert "time_saved" not in report          # no bench result given (--ccache-bench)
+    assert "Time saved: no bench/cache_speed.py result given (--ccache-bench)." in \
         (tmp_path / "dead" / "report" / "report.md").read_text()
     # A no-op rebuild compiles nothing, so it asks no server: no wait, no warning, and the
     # figures stay those of the build that made the images.
@@ -248,14 +250,22 @@ def test_second_cache_dir_gets_remote_hits_and_identical_images(remote_builds):
     assert "## Compiler cache (ccache)" in (tmp / "b" / "report" / "report.md").read_text()
 
 
+NOBOOT = paths.ROOT / "tests" / "data" / "no-uboot.fragment"
+TFA_IMAGES = ("bl1.bin", "bl2.bin", "bl31.bin")
+
+
 @pytest.mark.slow
 def test_killed_redis_mid_build_finishes_warns_once_same_images(remote, remote_builds):
-    """Runs after the pair (module order): kills the shared server while C compiles."""
+    """Runs after the pair (module order): kills the shared server while C compiles. C is the
+    firmware without U-Boot (TF-A and the payload: the server dies well inside TF-A's compiles),
+    so its TF-A images must be A's byte for byte; U-Boot's third compile proved nothing more."""
     tmp, _ = remote_builds
     out, log = tmp / "c", ccache.stats_log(tmp / "c")
+    frag = tmp / "c.fragment"
+    frag.write_text(remote_fragment(tmp, remote.url).read_text() + NOBOOT.read_text())
     proc = subprocess.Popen(
         [os.sys.executable, "-m", "invoke", "build", "--no-store", "--board", "qemu-aarch64", "--output", out,
-         "--fragment", remote_fragment(tmp, remote.url)], cwd=paths.ROOT,
+         "--fragment", frag], cwd=paths.ROOT,
         env=build_env(tmp / "cache-c"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline and proc.poll() is None:
@@ -273,12 +283,17 @@ def test_killed_redis_mid_build_finishes_warns_once_same_images(remote, remote_b
     assert len(lines) == 1 and f"remote storage {remote.url} failed during the build" in lines[0]
     doc = ccache.summary(out)
     assert doc["remote_errors"] > 0 and doc["remote_hits"] > 0
-    assert image_bytes(out) == image_bytes(tmp / "a")
+    a, c = image_bytes(tmp / "a"), image_bytes(out)
+    assert {n: c[n] for n in TFA_IMAGES} == {n: a[n] for n in TFA_IMAGES}
+    assert "compiling U-Boot" not in stdout                 # C really is the build without U-Boot
 
 
+@pytest.mark.slow      # real builds of mps2-an385: integration, not unit
 def test_report_quotes_the_bench_result_as_measured_by_the_bench(tmp_path):
-    """The time saved comes from bench/cache_speed.py's per-host result, labelled with the bench,
-    host and date; the build's own counters stay labelled as the stats log's."""
+    """The time saved comes from the bench/cache_speed.py result given with --ccache-bench,
+    labelled with the bench, host and date, and named by its file name only; the build's own
+    counters stay labelled as the stats log's. The same result left in the seedfw cache without
+    --ccache-bench is not read (the report depends on the build and its arguments only)."""
     env = build_env(tmp_path / "cache")
     p = invoke("build", "--no-store", "--board", "mps2-an385", "--output", tmp_path / "out", env=env)
     assert p.returncode == 0, p.stderr
@@ -290,12 +305,19 @@ def test_report_quotes_the_bench_result_as_measured_by_the_bench(tmp_path):
     p = invoke("report", "--output", tmp_path / "out", env=env)
     assert p.returncode == 0, p.stderr
     cache = json.loads((tmp_path / "out" / "report" / "report.json").read_text())["cache"]
+    assert "time_saved" not in cache           # in the cache, not given: not read
+    p = invoke("report", "--output", tmp_path / "out", "--ccache-bench", bench, env=env)
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "out" / "report" / "report.json").read_text()
+    cache = json.loads(text)["cache"]
     saved = cache["time_saved"]
     assert (saved["value"], saved["unit"], saved["kind"]) == (80.0, "s", "measured")
     assert saved["provenance"] == {"source": "benchmark", "synthetic": False,
-                                   "label": f"bench/cache_speed.py on {host}, 2026-12-01"}
+                                   "label": f"bench/cache_speed.py on the host {host}, "
+                                            "2026-12-01, not this build"}
+    assert saved["source"] == f"--ccache-bench {host}.json" and str(tmp_path) not in text
     assert cache["hits"]["provenance"]["label"] == "ccache stats log of this build"
     md = (tmp_path / "out" / "report" / "report.md").read_text()
     assert (f"| time saved per warm-remote build | 80.0 | s | measured (bench/cache_speed.py on "
-            f"{host}, 2026-12-01) |") in md
+            f"the host {host}, 2026-12-01, not this build) |") in md
     assert "time saved" in (tmp_path / "out" / "report" / "report.html").read_text()

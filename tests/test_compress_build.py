@@ -34,7 +34,7 @@ from seedfw.compress.container import read_container
 from seedfw.compress.sections import read_elf_sections
 from seedfw.config import configure
 from seedfw.errors import SeedfwError
-from seedfw.parts import BuildContext, enabled
+from seedfw.parts import BuildContext, declare
 from seedfw.plan import Plan
 
 LINE = re.compile(r"^lz4: \.rodata (\d+) -> (\d+) bytes, crc32 0x([0-9a-f]{8})$")
@@ -68,8 +68,7 @@ def step_graph(board, tmp_path) -> Plan:
     cfg = configure(board, tmp_path)
     ctx = BuildContext(cfg, progress=lambda m: None)
     plan = Plan(tmp_path)
-    for part in enabled(cfg.values):
-        plan.add(*part.steps(ctx))
+    declare(ctx, plan)
     plan.link()                 # needs → dependencies, as a run does first
     return plan
 
@@ -100,8 +99,7 @@ def test_uncompressed_config_keeps_one_tfa_step(tmp_path):
     plan = Plan(tmp_path)
     stale = ctx.outdir / "compression.json"       # from an earlier build with compression on
     stale.write_text("{}")
-    for part in enabled(cfg.values):
-        plan.add(*part.steps(ctx))
+    declare(ctx, plan)
     assert "compress.report" not in plan.steps
     assert not stale.exists()                     # the report must not describe old images
     assert sorted(plan.steps) == ["disk.image", "image.pack", "models.compile", "payload.build",
@@ -221,19 +219,25 @@ def test_rk3588_uboot_fit_carries_the_compressed_bl31(rk3588_build, tmp_path):
 
 @pytest.mark.slow
 def test_compression_json_and_manifest_roles(qemu_aarch64_build, rk3588_build):
-    # boot: what the packages declare (seedfw.parts.BootArtifact); rk3588's U-Boot images too
+    # boot: what the packages declare (seedfw.parts.base.Output); rk3588's U-Boot images too
     uboot = {"idbloader.img", "u-boot.itb"}     # the combined SD/SPI images contain these
+    # Each section is counted in the file that carries its ELF to the board: on qemu-aarch64
+    # BL31 travels in the FIP (qemu_fw.bios) and, with U-Boot as BL33, the payload in the boot
+    # package U-Boot loads; on rk3588 BL31 travels in u-boot.itb.
     for result, owners, boot, image in ((qemu_aarch64_build, ["tfa", "payload"],
-                                         {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}, "qemu_fw.bios"),
+                                         {"qemu_fw.bios", "qemu-aarch64-boot.pkg"},
+                                         {"tfa": "qemu_fw.bios", "payload": "qemu-aarch64-boot.pkg"}),
                                         (rk3588_build, ["tfa"], {"rk3588.itb"} | uboot | {
                                             # the OS of the defconfig (docs/os.md)
                                             "Image", "rk3588-rock-5b-seedfw.dtb",
-                                            "initramfs.cpio", "extlinux.conf"},
-                                         "u-boot.itb")):
+                                            "initramfs.cpio", "extlinux.conf",
+                                            # U-Boot's verified hand-over (seedfw.parts.fit_verify)
+                                            "seedfw-boot-package.dtbo"},
+                                         {"tfa": "u-boot.itb"})):
         doc = json.loads((result.outdir / "compression.json").read_text())
         assert [s["owner"] for s in doc["sections"]] == owners
         for s in doc["sections"]:
-            assert s["name"] == ".rodata" and s["image"] == image and s["blocks"] == 1
+            assert s["name"] == ".rodata" and s["image"] == image[s["owner"]] and s["blocks"] == 1
             assert s["net_gain"] == s["no_dict"] - s["with_dict"] - s["dict_stored"]
             # a 2 KiB dictionary does not pay for a few KiB of .rodata: stored without it
             assert s["net_gain"] < 0 and not s["use_dict"] and s["chosen"] == s["no_dict"]
@@ -255,12 +259,14 @@ def test_report_counts_only_boot_images(qemu_aarch64_build):
     bw = build_report(qemu_aarch64_build.outdir)["bandwidth"]
     files = {i["file"]: i for i in bw["images"]["items"]}
     assert set(files) == {"qemu_fw.bios", "qemu-aarch64-boot.pkg"}
-    bios = files["qemu_fw.bios"]
     doc = json.loads((qemu_aarch64_build.outdir / "compression.json").read_text())
-    assert [(s["owner"], s["read"]["value"], s["expands_to"]["value"]) for s in
-            bios["section_bytes"]] == [(s["owner"], s["chosen"], s["raw"]) for s in doc["sections"]]
-    assert bios["expanded"]["value"] == bios["storage_read"]["value"] + sum(
-        s["raw"] - s["chosen"] for s in doc["sections"])
+    for name in ("qemu_fw.bios", "qemu-aarch64-boot.pkg"):    # each file counts its own sections
+        item, mine = files[name], [s for s in doc["sections"] if s["image"] == name]
+        assert mine, name
+        assert [(s["owner"], s["read"]["value"], s["expands_to"]["value"]) for s in
+                item["section_bytes"]] == [(s["owner"], s["chosen"], s["raw"]) for s in mine]
+        assert item["expanded"]["value"] == item["storage_read"]["value"] + sum(
+            s["raw"] - s["chosen"] for s in mine)
 
 
 @pytest.mark.slow

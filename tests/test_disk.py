@@ -46,12 +46,9 @@ def test_without_buildroot_the_rootfs_is_an_empty_placeholder(rk3588_build, tmp_
     no bootable flag, and an ext4 "rootfs" with nothing of Buildroot's in it."""
     import struct
     import subprocess
-    import types
-
-    from seedfw import boards
+    from seedfw import boards, parts
     from seedfw.parts import disk as disk_mod
-    ctx = types.SimpleNamespace(board=boards.get("rk3588"), images=rk3588_build.outdir / "images",
-                                outdir=rk3588_build.outdir, values={"UBOOT": True})
+    ctx = parts.context(boards.get("rk3588"), rk3588_build.outdir, {"UBOOT": True})
     made = disk_mod.make(ctx, tmp_path / "disk", tmp_path / "disk.log")
     assert set(p.name for p in made) == {"rk3588-disk.img", "rk3588-disk.img.bmap"}
     disk = made[ctx.images / "rk3588-disk.img"].read_bytes()

@@ -19,7 +19,7 @@ import pytest
 
 from browser import dump_dom, evaluate, screenshot
 from cli import ROOT, invoke
-from seedfw import docsgen
+from seedfw.cli import docsgen
 
 SITE = ROOT / "output" / "site"
 
@@ -72,7 +72,7 @@ def test_strict_build_fails_on_a_broken_link_and_an_orphan_page(tmp_path):
     cfg = (ROOT / "mkdocs.yml").read_text()
     cfg = cfg.replace("docs_dir: docs", f"docs_dir: {docs}").replace(
         "site_dir: output/site", f"site_dir: {tmp_path / 'site'}").replace(
-        "  - tools/seedfw/docsgen.py", f"  - {ROOT / 'tools/seedfw/docsgen.py'}")
+        "  - tools/seedfw/cli/docsgen.py", f"  - {ROOT / 'tools/seedfw/cli/docsgen.py'}")
     (tmp_path / "mkdocs.yml").write_text(cfg)
     p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
                         tmp_path / "mkdocs.yml"], capture_output=True, text=True, cwd=tmp_path)
@@ -106,6 +106,7 @@ class _Page(HTMLParser):
             self.h1 += data
 
 
+@pytest.mark.slow      # a real browser per page: end to end (the site build itself stays fast)
 @pytest.mark.parametrize("path,heading", [("index.html", "seedfw"),
                                           ("building.html", "Building firmware"),
                                           ("reference/kconfig.html", "Kconfig options")])
@@ -169,6 +170,7 @@ SEARCH = """(async () => {
 })()"""
 
 
+@pytest.mark.slow      # a real browser typing into the search box
 def test_search_box_finds_pages(served):
     """Typed into the search box of the served home page, as a reader does."""
     found = evaluate(f"{served}/index.html", SEARCH % '"rkdeveloptool"')

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from c_layout import INCLUDE, c_layout, c_macros
-from seedfw import boards, dvfs, dvfs_hints
+from seedfw import boards, dvfs
+from seedfw.dvfs import hints as dvfs_hints
 from seedfw.errors import SeedfwError
 
 QEMU_YAML = (boards.get("qemu-aarch64").dir / "dvfs.yaml").read_text()

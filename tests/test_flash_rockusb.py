@@ -17,7 +17,7 @@ from seedfw.errors import SeedfwError
 from seedfw.flash import bmap
 from seedfw.flash.rockusb import RockusbRunner
 from seedfw.flash.sdcard import SdcardRunner
-from seedfw.parts import rkbin
+from seedfw.sources import rkbin
 
 STANDIN = Path(__file__).resolve().parent / "standins" / "rkdeveloptool_filebacked.py"
 

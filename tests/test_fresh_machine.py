@@ -76,7 +76,7 @@ def test_doctor_fails_on_a_missing_python_extra(monkeypatch, capsys):
     (before issue 27 the doctor printed it and passed)."""
     monkeypatch.setattr(host, "PY_NEEDS", [
         ("seedfw_no_such_module", "seedfw-no-such-dist>=1", "test: negative control")])
-    from seedfw import doctor as doc
+    from seedfw.host import doctor as doc
     monkeypatch.setattr(doc, "missing_packages", lambda checks: [])      # apt rows: not this test
     from seedfw.cli.host import _doctor
     with pytest.raises(SeedfwError) as err:

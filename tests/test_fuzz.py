@@ -56,7 +56,7 @@ def test_list_names_every_target():
     proc = invoke("fuzz", "--list")
     assert proc.returncode == 0, proc.stderr
     names = [line.split()[0] for line in proc.stdout.splitlines()]
-    from seedfw import pyfuzz
+    from seedfw.fuzz import pyfuzz
     assert names == ["lz4-block", "lz4-container", "pkg", *pyfuzz.TARGETS]
 
 

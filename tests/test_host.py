@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from seedfw import doctor, host
+from seedfw.host import doctor
+from seedfw import host
 from seedfw.host import Need
 
 from cli import invoke

@@ -387,7 +387,7 @@ def test_uart_flood_without_newline_is_linear():
 def test_find_lines_and_streamed_log_lines(tmp_path):
     """The log reader's line finder (line numbers, CR, cut), and the streamed reader giving the
     same lines whatever the chunk size (lines across chunk boundaries, long ones skipped)."""
-    from seedfw.images.reading import find_lines, log_lines
+    from seedfw.reading import find_lines, log_lines
     data = (b"agent: perf a\r\nx\nagent: perf b\n\nagent: perf " + b"c" * 50 + b"\n"
             b"noise agent: perf d\n" + b"n" * 70 + b"\nagent: perf e\r")
     want = [(1, b"agent: perf a"), (3, b"agent: perf b"), (5, b"agent: perf " + b"c" * 9),

@@ -2,7 +2,7 @@
 that leave the tree, model files too large to read.
 
 Every string symbol declares a grammar (`Grammar: KIND` in its help, kinds in
-seedfw.config_grammar); a value off its grammar is refused by `invoke config` and `invoke build`
+seedfw.config.grammar); a value off its grammar is refused by `invoke config` and `invoke build`
 (both through config.resolve) naming the file:line it came from. The corpus cases run the CLI
 under RLIMIT_AS = 1 GiB and a timeout (tests/hostile.py) and assert the exit code, the exact
 error line and a time and memory bound; the negative control configures every shipped board.
@@ -17,7 +17,8 @@ import kconfiglib
 import pytest
 
 import hostile
-from seedfw import boards, config, config_grammar as grammar
+from seedfw import boards, config
+from seedfw.config import grammar
 from seedfw.errors import SeedfwError
 
 ROOT = Path(__file__).resolve().parents[1]

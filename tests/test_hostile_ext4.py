@@ -137,7 +137,7 @@ def test_the_table_shows_no_raw_control_or_bidi_character(forged_disk):
 
 
 def test_escaped_names_are_unambiguous():
-    from seedfw.images import reading
+    from seedfw import reading
     names = [b"a\nb", b"a\\x0ab", b"a/b", b"a\\x2fb", b"\xff", "\u00ff".encode(), b" x", b"x ",
              b"x", "\u202e".encode(), "\u200b".encode(), "\u00a0".encode(), b"\x7f", b"\xc2\x9b",
              "\u2028".encode(), b"\xed\xa0\x80"]

@@ -189,7 +189,7 @@ def case_traceback_manifest_json_list(tmp, sm):
     (d / "idbloader.img").write_bytes(sm["idbloader"].read_bytes())
     (tmp / "manifest.json").write_text("[1, 2]")
     return (["inspect", d / "idbloader.img"], 1, f"error: {tmp}/manifest.json: must be a JSON "
-            "object with an object 'non_functional'", None)
+            "object (the build manifest)", None)
 
 
 def case_traceback_yaml_list_key(tmp, sm):
@@ -324,8 +324,9 @@ def case_unbounded_billion_laughs(tmp, sm):
 
 
 def case_path_board_dotdot(tmp, sm):
+    from seedfw import boards
     return (["config", "--board", "../../evilb"], 1, "error: '../../evilb' is not a board name "
-            "(lower-case letters, digits, '-'; known: mps2-an385, qemu-aarch64, rk3588)", None)
+            f"(lower-case letters, digits, '-'; known: {', '.join(boards.names())})", None)
 
 
 def case_path_manifest_dotdot(tmp, sm):
@@ -476,7 +477,7 @@ CRASHES = Path(__file__).resolve().parent / "hostile_crashes"
 
 def test_docs_table_every_cap():
     """docs/hostile-input.md states every cap reading.py enforces (one table, kept honest)."""
-    from seedfw.images import reading
+    from seedfw import reading
     doc = (Path(__file__).resolve().parents[1] / "docs" / "hostile-input.md").read_text()
     for name in [*reading.CAPS, *reading.SIZE_CAPS]:
         assert f"`{name}`" in doc, name
@@ -486,7 +487,7 @@ def test_fuzz_campaign_finds_a_planted_bug(tmp_path):
     """Negative control of the Python campaigns: a reader with a planted IndexError behind a
     3-byte prefix is found (crash file written, exit before the run limit) — so 0 crashes in
     the real campaigns means something."""
-    from seedfw import pyfuzz
+    from seedfw.fuzz import pyfuzz
     r = pyfuzz.run_campaign("py-planted", runs=2_000_000, root=tmp_path)
     assert r.crashes, r.log.read_text()[-2000:]
     assert r.crashes[0].read_bytes()[:3] == b"SFW"
@@ -529,7 +530,7 @@ def test_fuzz_crashes_stay_fixed(crash):
     SeedfwError from its reader."""
     if crash == "none":
         pytest.skip("no crash inputs kept")
-    from seedfw import pyfuzz
+    from seedfw.fuzz import pyfuzz
     from seedfw.errors import SeedfwError
     target, _ = crash.split("/", 1)
     try:

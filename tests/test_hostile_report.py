@@ -44,6 +44,13 @@ def outdir(tmp_path) -> Path:
     return out
 
 
+def declare_elf(out: Path, rel: str) -> None:
+    """Add an ELF to the manifest's artifacts: the report lists declared ELFs only."""
+    doc = json.loads((out / "manifest.json").read_text())
+    doc.setdefault("artifacts", []).append({"path": rel})
+    (out / "manifest.json").write_text(json.dumps(doc))
+
+
 def write(out: Path, name: str, doc) -> Path:
     path = out / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,6 +106,7 @@ def test_elf_section_name_with_newline_and_heading(outdir, tmp_path):
     data = elf.read_bytes()
     assert data.count(b".rodata\0") == 1
     (outdir / "images" / "payload.elf").write_bytes(data.replace(b".rodata\0", b"\n# <b>|\0"))
+    declare_elf(outdir, "images/payload.elf")
     (outdir / "images" / "x\n## fake <img src=x onerror=alert(1)>|.bin").write_bytes(b"1")
     run = report(outdir)
     assert run.returncode == 0, run.stderr
@@ -108,7 +116,8 @@ def test_elf_section_name_with_newline_and_heading(outdir, tmp_path):
     assert headings == ["# seedfw report: rk3588", "## Images", "## ELF sections",
                         "### images/payload.elf (AArch64)", "## Compression per section",
                         "## Size deltas", "## Bandwidth",
-                        "### Memory traffic per boot phase (measured, emulated)", "## Notes"]
+                        "### Memory traffic per boot phase (measured, emulated)", "## Update",
+                        "## Notes"]
     assert "<b>" not in md and "<img" not in md
     assert "| \\\\x0a\\# &lt;b&gt;\\| | PROGBITS |" in md          # the section row, one row
     assert "| x\\\\x0a\\#\\# fake &lt;img src=x onerror=alert(1)&gt;\\|.bin | raw |" in md

@@ -131,7 +131,7 @@ def escapes_elf(tmp_path_factory) -> Path:
 
 
 def _shown(raw: bytes) -> str:
-    from seedfw.images.reading import plain
+    from seedfw.reading import plain
     return plain(raw.decode("utf-8", "replace"))
 
 

@@ -113,8 +113,9 @@ def rk3588_images(tmp_path_factory):
 def test_fit_listed_by_dumpimage(rk3588_images):
     listing = subprocess.run(["dumpimage", "-l", str(rk3588_images[".itb"])], capture_output=True,
                              text=True, check=True).stdout
+    # "package": the boot package U-Boot's seedfw_verify copies to RAM (seedfw.parts.fit_verify)
     names = ["bl31", "dvfs", "opp", "model-yolov8s", "model-mobilenet_v2", "model-face_detect",
-             "model-labels"]
+             "model-labels", "package"]
     for i, name in enumerate(names):
         assert f" Image {i} ({name})" in listing
     assert listing.count("Hash algo:    sha256") == len(names)
@@ -126,9 +127,9 @@ def test_fit_listed_by_dumpimage(rk3588_images):
 
 
 def test_inspect_verifies_fit_and_package(rk3588_images):
-    for suffix in (".itb", ".pkg"):
+    for suffix, rows in ((".itb", 8), (".pkg", 7)):       # the FIT also carries the package
         report = inspect(rk3588_images[suffix])
-        assert report.ok and len(report.rows) == 7
+        assert report.ok and len(report.rows) == rows
         d = next(r for r in report.rows if r.type == "dvfs")
         assert "6 domains, 39 opps" in d.detail and "crc ok" in d.detail
 
@@ -254,7 +255,8 @@ def test_fit_signing_round_trip(tmp_path):
     old_data, old_hash = dvfs_node.props["data"], dvfs_node.children["hash-1"].props["value"]
     new_data = dvfs.encode(dvfs.load(boards.get("rk3588").dvfs_file), "performance")
     assert len(new_data) == len(old_data) and new_data != old_data
-    forged = blob.replace(old_data, new_data).replace(old_hash, hashlib.sha256(new_data).digest())
+    # (the first occurrences: image "dvfs"; the boot package image keeps its own copy)
+    forged = blob.replace(old_data, new_data, 1).replace(old_hash, hashlib.sha256(new_data).digest(), 1)
     (tmp_path / "forged.itb").write_bytes(forged)
     assert inspect(tmp_path / "forged.itb").ok                   # hashes alone are fooled
     bad = {r.name: r for r in inspect(tmp_path / "forged.itb", pubkey).rows}
@@ -331,9 +333,8 @@ def run_image_step(result):
     cfg = config_mod.configure(result.board, result.outdir)
     ctx = parts.BuildContext(cfg, progress=lambda m: None)
     plan = Plan(ctx.outdir, 2)
-    for part in parts.enabled(cfg.values):
-        plan.add(*part.steps(ctx))
-    artifacts = FirmwareImagePart().artifacts(ctx)
+    parts.declare(ctx, plan)
+    artifacts = [o.path for o in FirmwareImagePart().outputs(ctx) if o.listed]
     records = plan.run()
     return ctx, artifacts, {r["step"]: r["action"] for r in records}
 
@@ -351,17 +352,23 @@ def test_rk3588_firmware_fit_leaves_bl31_to_uboot(tmp_path_factory):
     listing = subprocess.run(["dumpimage", "-l", str(itb)], capture_output=True, text=True,
                              check=True).stdout
     # BL31 travels in U-Boot's u-boot.itb (SPL loads it from there), so the firmware FIT carries
-    # no second copy: the table, the fragment and the 4 models only.
+    # no second copy: the table, the fragment, the 4 models and the boot package (board.yaml
+    # image.fits names it, for U-Boot's seedfw_verify), and nothing else.
     from elftools.elf.elffile import ELFFile
 
-    from seedfw.parts.firmware_image import bl31_image
+    bl31_image = lambda ctx: ctx.file("bl31")          # noqa: E731
 
     assert "bl31" not in listing
     for i, name in enumerate(["dvfs", "opp", "model-digits", "model-ppocr_det", "model-ppocr_cls",
-                              "model-digits_labels"]):
+                              "model-digits_labels", "package"]):
         assert f" Image {i} ({name})" in listing
     report = inspect(itb)
-    assert report.ok and len(report.rows) == 6
+    assert report.ok and len(report.rows) == 7
+    carried = ctx.build_dir("fit-check") / "package.bin"
+    carried.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["dumpimage", "-T", "flat_dt", "-p", "6", "-o", str(carried), str(itb)],
+                   capture_output=True, check=True)
+    assert carried.read_bytes() == (ctx.images / "rk3588-boot.pkg").read_bytes()
     # ... and u-boot.itb carries every BL31 load segment (with RK3588_COMPRESS_RODATA, the
     # defconfig, those of bl31-lz4.elf), each at its load address with its sha256
     with open(bl31_image(ctx), "rb") as f:

@@ -25,7 +25,7 @@ from cli import invoke, one_error_line
 from seedfw.errors import SeedfwError
 from seedfw.images import ldr_format as fmt
 from seedfw.images import boot_inspect, loader
-from seedfw.parts import rkbin
+from seedfw.sources import rkbin
 
 REPO = Path(__file__).resolve().parents[1]
 REF_NAME = "rk3588_spl_loader_v1.18.113.bin"
@@ -353,8 +353,9 @@ def test_unpinned_blob_is_refused(files, ini_text, tmp_path):
 def test_recipe_is_a_kconfig_option(files, ini_text, tmp_path):
     from seedfw.parts import loader as loader_part
     ctx = SimpleNamespace(values={"UBOOT": True, "LOADER_RECIPE": "RK3588MINIALL.ini"},
-                          outdir=tmp_path)
-    assert loader_part.wanted(ctx) and loader_part.local_recipe(ctx) is None
+                          outdir=tmp_path, capable=lambda c: c == "maskrom")
+    part = loader_part.LoaderPart()
+    assert part.enabled(ctx) and loader_part.local_recipe(ctx) is None
     assert loader_part.output_name(ctx) == REF_NAME
     own = tmp_path / "mine.ini"
     own.write_text(ini_text.replace("PATH=rk3588_spl_loader_v1.18.113.bin", "PATH=mine.bin"))
@@ -364,7 +365,11 @@ def test_recipe_is_a_kconfig_option(files, ini_text, tmp_path):
     with pytest.raises(SeedfwError, match="CONFIG_LOADER_RECIPE: loader recipe nosuch.ini is "
                                           "neither the pinned RK3588MINIALL.ini nor an existing file"):
         loader_part.local_recipe(ctx)
-    assert not loader_part.wanted(SimpleNamespace(values={"UBOOT": True, "LOADER_RECIPE": ""}))
+    assert not part.enabled(SimpleNamespace(values={"UBOOT": True, "LOADER_RECIPE": ""},
+                                            capable=lambda c: True))
+    # negative control: a recipe on a board whose boot ROM takes no loader over USB
+    assert not part.enabled(SimpleNamespace(values={"UBOOT": True, "LOADER_RECIPE": "x.ini"},
+                                            capable=lambda c: False))
 
 
 # ---- inspect and hostile input -------------------------------------------------------------------

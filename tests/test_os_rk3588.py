@@ -16,7 +16,6 @@ import os
 import struct
 import subprocess
 import time
-import types
 from pathlib import Path
 
 import pytest
@@ -71,8 +70,8 @@ def _ctx(tmp_path, **values):
     base = {"UBOOT": True, "BUILDROOT": True, "BUILDROOT_ROOTFS_CPIO": True, "KERNEL": True,
             "KERNEL_PACKAGE": GENERIC, "BUILDROOT_ROOTFS_EXT4": True,
             "BUILDROOT_ROOTFS_EXT4_SIZE": "32M"}
-    return types.SimpleNamespace(board=boards.get("rk3588"), outdir=tmp_path,
-                                 images=tmp_path / "images", values={**base, **values})
+    from seedfw import parts
+    return parts.context(boards.get("rk3588"), tmp_path, {**base, **values})
 
 
 def test_layout_of_the_os_disk(tmp_path):
@@ -211,7 +210,10 @@ def test_u_boot_has_what_extlinux_needs(rk_os):
     cache = json.loads((rk_os.outdir / "build" / "u-boot" / "cache.json").read_text())
     config = (Path(cache["build"]) / ".config").read_text().splitlines()
     for line in ("CONFIG_BOOTSTD=y", "CONFIG_BOOTMETH_EXTLINUX=y", "CONFIG_FS_EXT4=y",
-                 "CONFIG_CMD_BOOTI=y", 'CONFIG_BOOTCOMMAND="bootflow scan -lb"',
+                 "CONFIG_CMD_BOOTI=y",
+                 # bootstd's command, after U-Boot verified the firmware FIT (fit_verify)
+                 'CONFIG_BOOTCOMMAND="run seedfw_verify; if test ${seedfw_fit} = verified; '
+                 'then bootflow scan -lb; fi"',
                  'CONFIG_DEFAULT_DEVICE_TREE="rockchip/rk3588-rock-5b"'):
         assert line in config, line
     doc = json.loads(builds.image(rk_os, "rk3588-os.json").read_text())
@@ -227,8 +229,8 @@ def test_the_disk_is_the_same_bytes_in_another_output_dir(rk_os, tmp_path):
     values = {"UBOOT": True, "BUILDROOT": True, "BUILDROOT_ROOTFS_CPIO": True, "KERNEL": True,
               "KERNEL_PACKAGE": GENERIC, "BUILDROOT_ROOTFS_EXT4": True,
               "BUILDROOT_ROOTFS_EXT4_SIZE": "32M", "OS_ROOT_EXT4": True}
-    ctx = types.SimpleNamespace(board=boards.get("rk3588"), outdir=rk_os.outdir,
-                                images=rk_os.outdir / "images", values=values)
+    from seedfw import parts
+    ctx = parts.context(boards.get("rk3588"), rk_os.outdir, values)
     made, ctimes = [], []
     for i in range(2):
         work = tmp_path / f"again{i}"
@@ -246,6 +248,6 @@ def test_the_disk_is_the_same_bytes_in_another_output_dir(rk_os, tmp_path):
 def test_noop_rebuild_runs_no_os_step(rk_os):
     again = builds.rebuild(rk_os, (FRAGMENT,))
     steps = {r["step"]: r["action"] for r in again.records}
-    for name in ("kernel.extract", "buildroot.build", "os.modules", "os.initramfs", "os.rk3588",
+    for name in ("kernel.extract", "buildroot.build", "os-root.modules", "os-root.initramfs", "os-boot-files.extlinux",
                  "disk.image"):
         assert steps[name] == "skipped", (name, steps[name])

@@ -9,11 +9,16 @@ cortex-a72, TCG, no -icount) with a copy of the image itself as the virtio disk,
 mounts the image's own ext4 "rootfs" partition, found by its PARTUUID in the image's GPT, down
 to `agent: ok`. What differs from the board, and nothing else:
   DIFFERENCE_DTB      QEMU virt's own DT (dumpdtb) + the build's OPP overlay (fdtoverlay, as
-                      the build does to Debian's rk3588-rock-5b.dtb) instead of that DT
+                      the build does to Debian's rk3588-rock-5b.dtb) + the image's own
+                      boot-package overlay (U-Boot applies it: extlinux fdtoverlays) instead
+                      of that DT
+  DIFFERENCE_LOADER   QEMU's loader puts the "package" image of the disk's own firmware FIT
+                      at the boot-package region, where U-Boot's seedfw_verify copies it after
+                      checking every hash (tests/test_fit_verify.py proves that script in QEMU)
   DIFFERENCE_STORAGE  virtio_blk (Kconfig OS_MODULES_EMULATION, in the same initramfs) drives
                       the root disk instead of sdhci_of_dwcmshc / dw_mmc_rockchip
-Negative controls: one corrupted block of the boot package the agent reads from the rootfs;
-an initramfs without virtio_blk.
+Negative controls: one flipped byte in the boot package the agent reads from the reserved
+region; an initramfs without virtio_blk.
 """
 
 from __future__ import annotations
@@ -30,12 +35,16 @@ from pathlib import Path
 import pytest
 
 import builds
-from seedfw import boards, initramfs, os_modules
+from seedfw import boards
+from seedfw.linux import initramfs, modules as os_modules
 from seedfw.parts import os_root
 from seedfw.errors import SeedfwError
-from seedfw.images import gpt
+from seedfw.images import gpt, idblock
+from seedfw.parts import fit_verify
 
-DIFFERENCE_DTB = "QEMU virt's own DT (dumpdtb) with the build's images/dvfs/opp.dtbo applied"
+DIFFERENCE_DTB = ("QEMU virt's own DT (dumpdtb) with the build's images/dvfs/opp.dtbo and the "
+                  "image's boot-package overlay applied")
+DIFFERENCE_LOADER = "QEMU's loader places the firmware FIT's package image, not U-Boot"
 DIFFERENCE_STORAGE = "virtio_blk (OS_MODULES_EMULATION) instead of sdhci_of_dwcmshc/dw_mmc_rockchip"
 QEMU = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-m", "1024", "-smp", "2",
         "-nic", "none"]          # no NIC: its option ROM is a data file the host may not have
@@ -136,14 +145,23 @@ def _debugfs(image: Path, command: str) -> bytes:
 @pytest.fixture(scope="module")
 def os_parts(rk3588_build, tmp_path_factory):
     """The kernel, initramfs, extlinux.conf and rootfs partition, out of the built disk image."""
-    d = tmp_path_factory.mktemp("os-parts")
-    disk = builds.image(rk3588_build, "rk3588-disk.img")
+    return extract_os_parts(rk3588_build, tmp_path_factory.mktemp("os-parts"))
+
+
+def extract_os_parts(build, d: Path) -> dict:
+    """What QEMU virt needs to boot an RK3588-family build's own OS, cut out of its disk image
+    (also tests/test_os_rock5a.py)."""
+    disk = builds.image(build, f"{build.board}-disk.img")
     boot = _partition(disk, "boot", d / "boot.ext4")
     parts = {"rootfs": _partition(disk, "rootfs", d / "rootfs.ext4"), "dir": d, "disk": disk,
              "rootfs_offset": gpt.parse(disk.read_bytes()).partition("rootfs").offset}
-    for name in ("Image", "initramfs.cpio", "extlinux/extlinux.conf"):
+    for name in ("Image", "initramfs.cpio", "extlinux/extlinux.conf", fit_verify.OVERLAY):
         parts[name] = d / Path(name).name
         parts[name].write_bytes(_debugfs(boot, f"cat /{name}"))
+    # DIFFERENCE_LOADER: the package image of the disk's own firmware FIT (what U-Boot copies).
+    fit = _partition(disk, "firmware", d / "firmware.itb").read_bytes()
+    parts["package"] = d / "package.bin"
+    parts["package"].write_bytes(bytes(idblock.fit_images(fit)[1]["package"]))
     append = next(line.split(None, 1)[1] for line in
                   parts["extlinux/extlinux.conf"].read_text().splitlines()
                   if line.strip().startswith("append"))
@@ -152,12 +170,15 @@ def os_parts(rk3588_build, tmp_path_factory):
     subprocess.run(QEMU + ["-machine", f"dumpdtb={d / 'virt.dtb'}", "-display", "none"],
                    check=True, capture_output=True)
     subprocess.run(["fdtoverlay", "-i", d / "virt.dtb", "-o", d / "virt-opp.dtb",
-                    builds.image(rk3588_build, "dvfs/opp.dtbo")], check=True)
+                    builds.image(build, "dvfs/opp.dtbo"), parts[fit_verify.OVERLAY]],
+                   check=True)
     parts["dtb"] = d / "virt-opp.dtb"
+    parts["region"] = boards.get(build.board).region("boot-package").base
     return parts
 
 
-def boot(parts, disk: Path, initrd: Path, log: Path, timeout: float = 400.0) -> tuple[str, float]:
+def boot(parts, disk: Path, initrd: Path, log: Path, timeout: float = 400.0,
+         package: Path | None = None) -> tuple[str, float]:
     """Boot a copy of `disk` (the built image, or a tampered copy): the virtio disk holds the
     whole image, because root=PARTUUID= names a GPT entry — the rootfs partition cut out alone
     has no partition table, so no PARTUUID. The rootfs Linux mounts is the image's partition 3."""
@@ -167,7 +188,9 @@ def boot(parts, disk: Path, initrd: Path, log: Path, timeout: float = 400.0) -> 
                   "-append", parts["append"], "-display", "none", "-monitor", "none",
                   "-serial", f"file:{log}", "-no-reboot",
                   "-drive", f"file={drive},format=raw,if=none,id=root",
-                  "-device", "virtio-blk-pci,drive=root"]
+                  "-device", "virtio-blk-pci,drive=root",
+                  "-device", f"loader,file={package or parts['package']},"
+                  f"addr=0x{parts['region']:x},force-raw=on"]
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
@@ -198,10 +221,13 @@ def package_entries(result):
 def test_modules_in_rootfs_and_initramfs_are_the_modules_dep_closure(rk3588_build, os_parts):
     info = json.loads(builds.image(rk3588_build, "os-modules.json").read_text())
     assert info["release"] == RELEASE and info["order"] == ROOT_MODULES
+    # OS_MODULES_AGENT: the DDR monitor's driver is in the rootfs (the agent loads it), not in
+    # the initramfs below (the root mount does not need it)
+    assert info["agent"] == ["rockchip_dfi"]
     rootfs = os_parts["rootfs"]
     dep_text = _debugfs(rootfs, f"cat /lib/modules/{RELEASE}/modules.dep").decode()
     dep = os_modules.parse_dep(dep_text)
-    assert sorted(os_modules.module_name(p) for p in dep) == sorted(ROOT_MODULES)
+    assert sorted(os_modules.module_name(p) for p in dep) == sorted(ROOT_MODULES + ["rockchip_dfi"])
     # depmod's index in the rootfs closes over itself: every dependency is in it
     assert all(d in dep for deps in dep.values() for d in deps)
     assert dep["kernel/fs/ext4/ext4.ko"] == ["kernel/lib/crc16.ko", "kernel/fs/mbcache.ko",
@@ -224,13 +250,20 @@ def test_modules_in_rootfs_and_initramfs_are_the_modules_dep_closure(rk3588_buil
     assert "sdhci-msm.ko" not in lsdir and "/sdhci-of-dwcmshc.ko/" in lsdir
     default = _debugfs(rootfs, "cat /etc/default/seedfw-agent").decode()
     assert (f'SEEDFW_AGENT_ARGS="--perf rockchip_ddr/read-bytes,write-bytes,cycles/'
-            f'CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI --file {os_root.PACKAGE_PATH} '
-            f'--dt-opp /proc/device-tree"') in default
-    assert _debugfs(rootfs, f"cat {os_root.PACKAGE_PATH}") == \
+            f'CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI '
+            f'--perf armv8_cortex_a76/cpu_cycles,inst_retired/CONFIG_ARM_PMUV3 '
+            f'--perf armv8_pmuv3/cpu_cycles,inst_retired/CONFIG_ARM_PMUV3 '
+            f'--mem 0x7e000000:0x800000 --dt-opp /proc/device-tree"') in default
+    assert 'SEEDFW_AGENT_MODULES="rockchip_dfi"' in default
+    # The package reaches the agent through U-Boot only: no unverified copy in the rootfs.
+    assert b"File not found" in subprocess.run(
+        ["debugfs", "-R", f"stat {os_root.PACKAGE_PATH}", rootfs], capture_output=True).stderr
+    assert os_parts["package"].read_bytes() == \
         builds.image(rk3588_build, "rk3588-boot.pkg").read_bytes()
     conf = os_parts["extlinux/extlinux.conf"].read_text()
     table = gpt.parse(builds.image(rk3588_build, "rk3588-disk.img").read_bytes())
     assert "\tinitrd /initramfs.cpio\n" in conf
+    assert f"\tfdtoverlays /{fit_verify.OVERLAY}\n" in conf
     assert f"\tappend root=PARTUUID={table.partition('rootfs').guid} rootwait panic=-1\n" in conf
 
 
@@ -252,25 +285,24 @@ def test_qemu_boots_the_images_own_os_from_its_ext4_root(rk3588_build, os_parts)
                  "header crc ok",
                  *(f"agent: dt opp: {d} {n} opps match dvfs table" for d, n in tables.items()),
                  "agent: ok"):
-        assert line in text, (line, DIFFERENCE_DTB, DIFFERENCE_STORAGE)
+        assert line in text, (line, DIFFERENCE_DTB, DIFFERENCE_STORAGE, DIFFERENCE_LOADER)
     assert re.search(r"EXT4-fs \(vda3\): mounted filesystem [0-9a-f-]+ ro", text)
     assert "agent: FAILED" not in text
 
 
 @pytest.mark.slow
-def test_one_corrupted_block_of_the_boot_package_fails_the_agent(rk3588_build, os_parts):
+def test_one_flipped_byte_in_the_reserved_boot_package_fails_the_agent(rk3588_build, os_parts):
+    """The agent checks what lies in the region itself: a byte flipped in the middle of the
+    package's largest entry (as if what U-Boot copied had been changed afterwards)."""
     from seedfw.images import package
-    bad = os_parts["dir"] / "disk-bad.img"
-    shutil.copyfile(os_parts["disk"], bad)
-    blocks = [int(b) for b in _debugfs(os_parts["rootfs"], f"blocks {os_root.PACKAGE_PATH}").split()]
-    pkg = package.decode(builds.image(rk3588_build, "rk3588-boot.pkg").read_bytes())
-    victim = max(pkg.entries, key=lambda e: e.size)       # the largest entry (today bl31-1)
-    bs = int(re.search(r"Block size:\s+(\d+)", _debugfs(os_parts["rootfs"], "stats").decode())[1])
-    index = (victim.offset + victim.size // 2) // bs      # the file block in its middle
-    data = bytearray(bad.read_bytes())
-    data[os_parts["rootfs_offset"] + blocks[index] * bs + 100] ^= 0x01
+    pkg = package.decode(os_parts["package"].read_bytes())
+    victim = max(pkg.entries, key=lambda e: e.size)       # the largest entry (today a model)
+    data = bytearray(os_parts["package"].read_bytes())
+    data[victim.offset + victim.size // 2] ^= 0x01
+    bad = os_parts["dir"] / "package-bad.bin"
     bad.write_bytes(bytes(data))
-    text, _ = boot(os_parts, bad, os_parts["initramfs.cpio"], os_parts["dir"] / "bad.log")
+    text, _ = boot(os_parts, os_parts["disk"], os_parts["initramfs.cpio"],
+                   os_parts["dir"] / "bad.log", package=bad)
     assert "init: switch_root to /dev/vda3 (/sbin/init)" in text
     assert f"agent: {victim.kind} {victim.name} sha256 BAD" in text
     assert "agent: FAILED, 1 errors" in text and "agent: ok" not in text
@@ -310,14 +342,19 @@ def test_the_rk3588_defconfig_turns_the_os_and_the_ext4_root_on(tmp_path):
     assert "CONFIG_BUILDROOT=y" in q and "CONFIG_OS_ROOT_EXT4=y" not in q
 
 
-def test_the_agent_reads_the_boot_package_the_rootfs_carries_on_rk3588():
+def test_the_agent_reads_the_boot_package_u_boot_verified_on_rk3588():
     from seedfw.buildroot import external
     rk = types.SimpleNamespace(board=boards.get("rk3588"))
-    # (after the board's perf PMU windows, board.yaml `perf`)
-    assert external.agent_args(rk).endswith(f"--file {os_root.PACKAGE_PATH} --dt-opp /proc/device-tree")
-    # Negative control: qemu-aarch64's payload places the package in a reserved region.
+    # (after the board's perf PMU windows, board.yaml `perf`): the region U-Boot copies it to
+    r = boards.get("rk3588").region("boot-package")
+    assert external.agent_args(rk).endswith(
+        f"--mem 0x{r.base:x}:0x{r.size:x} --dt-opp /proc/device-tree")
+    # qemu-aarch64 too (its payload or its OS FIT's boot script reserves the region)
     q = types.SimpleNamespace(board=boards.get("qemu-aarch64"))
     assert "--mem 0x" in external.agent_args(q) and "--file" not in external.agent_args(q)
+    # Negative control: a board without the region reads the copy its rootfs carries.
+    bare = types.SimpleNamespace(board=types.SimpleNamespace(memory=(), raw={}))
+    assert external.agent_args(bare) == f"--file {os_root.PACKAGE_PATH} --dt-opp /proc/device-tree"
 
 
 def test_ext4_listing_is_bounded(tmp_path):

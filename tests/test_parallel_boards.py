@@ -1,6 +1,6 @@
 """Every board at once under one job limit (issue 15): `invoke build --board A,B -j N`.
 
-Fast: real GNU make under seedfw.plan with a shared seedfw.jobserver.JobServer — the jobs that
+Fast: real GNU make under seedfw.plan with a shared seedfw.plan.jobserver.JobServer — the jobs that
 run at the same time, measured from timestamps the jobs write themselves, never exceed the limit,
 while the same plans without the jobserver (negative control) run twice as many.
 Slow (real builds of the two cheap boards, the MCU board and qemu-aarch64 without U-Boot): the
@@ -27,7 +27,7 @@ import pytest
 import builds
 from cli import ROOT, invoke, processes_mentioning
 from seedfw import util
-from seedfw.jobserver import JobServer
+from seedfw.plan.jobserver import JobServer
 from seedfw.plan import Plan, Step, run_command
 
 NOBOOT = ROOT / "tests" / "data" / "no-uboot.fragment"
@@ -246,7 +246,7 @@ def test_ctrl_c_stops_every_board(tmp_path):
 def test_ci_summary_shows_each_boards_hit_rate_or_na(tmp_path, monkeypatch):
     import seedfw
     from seedfw.cli import ci
-    from seedfw.multibuild import BoardOutcome
+    from seedfw.build.multi import BoardOutcome
 
     (tmp_path / "a" / "images").mkdir(parents=True)
     util.write_json(tmp_path / "a" / "images" / "ccache.json",
@@ -257,7 +257,7 @@ def test_ci_summary_shows_each_boards_hit_rate_or_na(tmp_path, monkeypatch):
     assert "| a | ok | 12.2 % | 29 / 208 |" in lines
     assert "| b | ok | n/a | – |" in lines                      # no ccache.json: nothing compiled
     assert "| c | **FAILED** (step mcu.build) | n/a | – |" in lines
-    # Negative control: without seedfw.ccache every rate is n/a, nothing fails.
-    monkeypatch.delattr(seedfw, "ccache", raising=False)
-    monkeypatch.setitem(sys.modules, "seedfw.ccache", None)
+    # Negative control: without seedfw.cache.ccache every rate is n/a, nothing fails.
+    monkeypatch.delattr(seedfw.cache, "ccache", raising=False)
+    monkeypatch.setitem(sys.modules, "seedfw.cache.ccache", None)
     assert "| a | ok | n/a | – |" in ci._builds_table(outcomes, tmp_path).splitlines()

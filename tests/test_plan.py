@@ -324,3 +324,48 @@ def test_run_command_outside_a_plan_ends_its_group_on_ctrl_c(tmp_path):
     while _alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(grandchild), "host deadline: the grandchild outlived the interrupt by 30 s"
+
+
+def test_a_steps_code_is_in_its_stamp_down_to_the_framework(tmp_path, monkeypatch):
+    """The artifact store outlives code: an edited generator must change the stamp (and so the
+    store's key) without anyone bumping a version; the framework below it must not."""
+    from seedfw.plan import stamp_of
+    from seedfw.plan.stamps import code_digest
+
+    reached = code_digest("seedfw.parts.os_root")
+    assert {"parts/os_root.py", "linux/initramfs.py", "linux/modules.py"} <= set(reached)
+    assert not any(p.startswith(("plan/", "cache/", "cli/", "report/")) for p in reached)
+    assert "util.py" not in reached and "parts/base.py" not in reached
+
+    gen = tmp_path / "mygen.py"
+    gen.write_text("from seedfw.linux import initramfs\n\ndef run(step):\n    return 'A'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import mygen
+
+    step = plan.Step("x.gen", mygen.run, inputs={"a": 1})
+    first, doc = stamp_of(step, {})
+    assert {"mygen.py", "linux/initramfs.py", "linux/modules.py"} == set(doc["code"])   # transitively
+    assert stamp_of(step, {})[0] == first                      # same code: same stamp
+    gen.write_text(gen.read_text().replace("'A'", "'B'"))      # edited, version not bumped
+    assert stamp_of(step, {})[0] != first
+
+
+def test_a_command_killed_by_sigint_is_an_interrupt_not_a_failure(tmp_path):
+    """Ctrl-C reaches the whole process group: a compiler can die of it before the main thread
+    has handled its own copy. That is still an interrupt (KeyboardInterrupt, record
+    "interrupted", no stamp), never "step failed"; a command that exits 1 is a failure."""
+    def step(cmd):
+        return plan.Step("s", lambda s: plan.run_command(["sh", "-c", cmd], log=s.log),
+                         inputs={"cmd": cmd})
+
+    p = plan.Plan(tmp_path / "a")
+    p.add(step("kill -INT $$"))
+    with pytest.raises(KeyboardInterrupt):
+        p.run()
+    assert [r["action"] for r in p.records] == ["interrupted"]
+    assert not list((tmp_path / "a" / "stamps").glob("*.stamp"))
+    control = plan.Plan(tmp_path / "b")
+    control.add(step("exit 1"))
+    with pytest.raises(SeedfwError):
+        control.run()
+    assert [r["action"] for r in control.records] == ["failed"]

@@ -54,6 +54,16 @@ def report(tmp_path_factory):
         if name.startswith(("counters/", "images/")):
             (new / name).parent.mkdir(parents=True, exist_ok=True)
             (new / name).write_bytes(seed[1:])
+    (new / "sbom").mkdir()                  # the vulnerabilities section: an SBOM and a match
+    (new / "sbom" / "sbom.cdx.json").write_text(json.dumps({"components": [{
+        "type": "file", "name": "bl31.elf", "purl": "pkg:generic/bl31.elf@1"}]}))
+    (new / "sbom" / "cve.json").write_text(json.dumps({
+        "database": "db", "matcher": "sbom-cve-check 1.3.5", "sbom": "urn:uuid:0",
+        "counts": {"untriaged": 1}, "matches": [{
+            "cve": "CVE-2024-58251", "component": "busybox", "version": "1.37.0",
+            "ref": "buildroot:busybox", "record": "CVE-2024/CVE-2024-582xx/CVE-2024-58251.json",
+            "decision": {"status": "untriaged", "triage": None, "detail": "none",
+                         "who": None, "when": None, "justification": None}}]}))
     report = build_report(new, baseline=base, counters=counters)
     assert [k for k in SECTIONS.names() if k in report] == list(SECTIONS.names())
     assert report["bandwidth"]["emulated"]["available"] and report["bandwidth"]["emulated"]["perf"]

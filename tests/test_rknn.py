@@ -1,5 +1,5 @@
 """Real NPU models: rknn-toolkit2 2.5.0 (its own venv, made by `invoke setup`) compiles ONNX for
-the board's NPU and checks it in its simulator (seedfw.rknn, docs/models.md).
+the board's NPU and checks it in its simulator (seedfw.models.rknn, docs/models.md).
 
 The small classifier is compiled COLD every run, into a fresh model cache (seconds); the detector
 in a slow test. Needs the venv: skipped, with the reason, only when setup has not made it.
@@ -18,7 +18,7 @@ from cli import invoke, one_error_line
 from seedfw import boards, config, models, util
 from seedfw.errors import SeedfwError
 from seedfw.paths import ROOT
-from seedfw.rknn import compile as rc, rknn_file, venv
+from seedfw.models.rknn import compile as rc, rknn_file, venv
 
 pytestmark = pytest.mark.skipif(venv.info() is None, reason=f"rknn-toolkit2 venv "
                                 f"{venv.venv_dir()} not made ('invoke setup' makes it)")
@@ -64,6 +64,7 @@ def digits(model_cache, qemu_values):
     return next(m for m in ms if m.name == "digits")
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_venv_has_its_own_pins_and_imports_rknn():
     v = venv.probe(venv.python())
     assert (v["rknn"], v["numpy"], v["onnx"]) == ("2.5.0", "1.26.4", "1.18.0")
@@ -75,6 +76,7 @@ def test_venv_has_its_own_pins_and_imports_rknn():
     assert proc.returncode != 0 and "No module named 'rknn'" in proc.stderr
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_digits_compiled_cold_for_rk3588(digits):
     data = digits.path.read_bytes()
     assert not digits.cached and data[:4] == b"RKNN"
@@ -87,7 +89,7 @@ def test_digits_compiled_cold_for_rk3588(digits):
     assert card["file_bytes"] == len(data) and card["sha256"] == digits.sha256
     assert 0 < card["weight_bytes"] < len(data) and card["internal_bytes"] > 0
     assert card["simulator"] == "emulated (rknn-toolkit2 2.5.0 simulator)"
-    assert card["npu"] >= 0.95 and card["fp32"] - card["npu"] < 0.02
+    assert card["simulated"] >= 0.95 and card["fp32"] - card["simulated"] < 0.02
 
 
 FP32_CHECK = """
@@ -100,6 +102,7 @@ print(json.dumps({"top1": float(np.mean(np.array(pred) == np.load(y))), "n": len
 """
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_card_fp32_accuracy_recomputed_with_onnx_runtime(digits):
     """The test's own ONNX Runtime run (not the driver's) on the same held-out digits."""
     files = rc.prepare(digits.card["source"]["recipe"], "test", "source")
@@ -111,12 +114,30 @@ def test_card_fp32_accuracy_recomputed_with_onnx_runtime(digits):
     assert digits.card["onnx_sha256"] == util.sha256_file(files["onnx"])
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_second_load_is_a_cache_hit_with_the_same_bytes(digits, qemu_values):
     again = next(m for m in models.for_build(boards.get("qemu-aarch64"), qemu_values,
                                              progress=lambda m: None) if m.name == "digits")
     assert again.cached and again.sha256 == digits.sha256
 
 
+def test_a_cache_entry_published_twice_keeps_the_first(tmp_path):
+    """Two processes compiling one key at once (another SEEDFW_CACHE_DIR, so another scratch
+    lock): the RKNN compiler is not reproducible, so the second must not replace bytes a build
+    already embedded (CI: a parallel build's models.json differed from the serial one's)."""
+    entry = tmp_path / "rknn" / "key"
+    with util.atomic_dir(entry, first_wins=True) as tmp:
+        (tmp / "model.rknn").write_bytes(b"first")
+    with util.atomic_dir(entry, first_wins=True) as tmp:
+        (tmp / "model.rknn").write_bytes(b"second")
+    assert (entry / "model.rknn").read_bytes() == b"first"
+    assert [p.name for p in entry.parent.iterdir()] == ["key"]        # no temporary left
+    with util.atomic_dir(entry) as tmp:                  # negative control: a plain unpack replaces
+        (tmp / "model.rknn").write_bytes(b"second")
+    assert (entry / "model.rknn").read_bytes() == b"second"
+
+
+@pytest.mark.slow      # a second complete cold train + calibrate + compile: a reproducibility pair
 def test_two_cold_compiles_match(digits, qemu_values, tmp_path, monkeypatch):
     """A second cold compile (another cache root: training, calibration and compile again) gives
     the same bytes: ASLR off, fixed environment, fixed scratch path (docs/models.md)."""
@@ -126,17 +147,19 @@ def test_two_cold_compiles_match(digits, qemu_values, tmp_path, monkeypatch):
     assert not other.cached and other.sha256 == digits.sha256
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_accuracy_floor_above_int8_stops_naming_both_numbers(digits, qemu_values):
     values = dict(qemu_values, MODEL_DIGITS_MIN_ACCURACY=999)
     with pytest.raises(SeedfwError) as exc:
         models.for_build(boards.get("qemu-aarch64"), values, progress=lambda m: None)
-    npu, fp32 = digits.card["npu"], digits.card["fp32"]
-    assert exc.value.message == (f"model 'digits': INT8 top-1 in the simulator is {npu:.4f}, "
+    simulated, fp32 = digits.card["simulated"], digits.card["fp32"]
+    assert exc.value.message == (f"model 'digits': INT8 top-1 in the simulator is {simulated:.4f}, "
                                  f"below CONFIG_MODEL_DIGITS_MIN_ACCURACY 0.999 (ONNX Runtime "
                                  f"FP32: {fp32:.4f})")
     assert exc.value.file.endswith("board/qemu-aarch64/models.yaml")
 
 
+@pytest.mark.slow      # another complete compile in the rknn venv (FP16), ~20-30 s of the fast suite
 def test_fp16_override_compiles_fp16(digits, qemu_values):
     values = dict(qemu_values, MODEL_DIGITS_DTYPE_DEFAULT=False, MODEL_DIGITS_DTYPE_FP16=True)
     m = next(m for m in models.for_build(boards.get("qemu-aarch64"), values,
@@ -146,6 +169,7 @@ def test_fp16_override_compiles_fp16(digits, qemu_values):
     assert rknn_file.read(m.path.read_bytes(), m.path).tensors[0]["dtype"]["qnt_type"] != "int8"
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_corrupted_onnx_is_one_error(digits, qemu_values, tmp_path):
     good = rc.prepare(digits.card["source"]["recipe"], "test", "source")["onnx"].read_bytes()
     (tmp_path / "bad.onnx").write_bytes(good[:len(good) // 2])     # cut in the middle
@@ -168,6 +192,7 @@ def digits_rk3566(digits, qemu_values, tmp_path_factory):
     return other
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_rk3566_model_refused_by_the_rk3588_manifest(digits_rk3566, tmp_path):
     other = digits_rk3566
     assert rknn_file.read(other.path.read_bytes(), other.path).targets == ("rk3566",)
@@ -180,6 +205,7 @@ def test_rk3566_model_refused_by_the_rk3588_manifest(digits_rk3566, tmp_path):
                                     "compiled for rk3566, but this board's NPU is rk3588")
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_truncated_rknn_is_one_error(digits, tmp_path):
     data = digits.path.read_bytes()
     (tmp_path / "cut.rknn").write_bytes(data[:len(data) // 2])
@@ -189,6 +215,7 @@ def test_truncated_rknn_is_one_error(digits, tmp_path):
     assert line.startswith(f"error: {tmp_path / 'cut.rknn'}: offset 0x10: data_size ")
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_model_larger_than_its_partition(digits, qemu_values):
     b = boards.get("qemu-aarch64")
     manifest = models.resolve_manifest(b, qemu_values)
@@ -199,6 +226,7 @@ def test_model_larger_than_its_partition(digits, qemu_values):
                                  "partition limit of 16384 bytes (0x4000)")
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_invoke_models_qemu_prints_real_models_only(digits):
     proc = invoke("models", "--board", "qemu-aarch64")   # the session's cache: inherited
     assert proc.returncode == 0, proc.stderr
@@ -218,20 +246,21 @@ def test_detector_compiles_fits_and_keeps_its_boxes(model_cache):
     ms = models.for_build(b, config.resolve("rk3588").values, progress=lambda m: None)
     det = next(m for m in ms if m.name == "ppocr_det")
     c = det.card
-    assert c["metric"] == "box_f1_vs_fp32" and c["npu"] >= 0.8 and c["cosine"] > 0.95
+    assert c["metric"] == "box_f1_vs_fp32" and c["simulated"] >= 0.8 and c["cosine"] > 0.95
     assert c["fp32_boxes"] > 50 and c["source"]["licence"] == "Apache-2.0"
     cls = next(m for m in ms if m.name == "ppocr_cls").card
-    assert cls["metric"] == "top1" and cls["eval_count"] == 200 and cls["npu"] >= 0.9
+    assert cls["metric"] == "top1" and cls["eval_count"] == 200 and cls["simulated"] >= 0.9
     assert sum(m.stored_size for m in ms) < b.image["partition_size"]
     assert rknn_file.read(det.path.read_bytes(), det.path).targets == ("rk3588",)
     proc = invoke("models", "--board", "rk3588")     # the session's cache: inherited
     assert proc.returncode == 0 and "SYNTHETIC" not in proc.stdout
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_report_section_labels_every_figure(digits, tmp_path):
     from seedfw.report.sections import models as section
     (tmp_path / "images").mkdir()
-    card = dict(digits.card, file_bytes=digits.size, sha256=digits.sha256, cached=False)
+    card = dict(digits.card, file_bytes=digits.size, sha256=digits.sha256)
     (tmp_path / "images" / "models.json").write_text(json.dumps({"models": [card],
                                                                  "frame_rate": 25}))
     doc = section.json(tmp_path)
@@ -281,6 +310,7 @@ def _agent_on(host_agent, tmp_path, model):
     return p.returncode, p.stdout.splitlines()
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_agent_accepts_the_rk3588_model(host_agent, digits, tmp_path):
     rc, lines = _agent_on(host_agent, tmp_path, digits)
     assert rc == 0 and lines[-1] == "agent: ok", lines
@@ -288,6 +318,7 @@ def test_agent_accepts_the_rk3588_model(host_agent, digits, tmp_path):
     assert "agent: model digits rknn v6 target rk3588 ok" in lines
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_agent_refuses_an_rk3566_model(host_agent, digits_rk3566, tmp_path):
     rc, lines = _agent_on(host_agent, tmp_path, digits_rk3566)
     assert rc == 1 and lines[-1] == "agent: FAILED, 1 errors", lines
@@ -295,6 +326,7 @@ def test_agent_refuses_an_rk3566_model(host_agent, digits_rk3566, tmp_path):
     assert "agent: model digits rknn: compiled for rk3566, board NPU is rk3588" in lines
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_inspect_refuses_a_fit_model_for_another_npu(digits, digits_rk3566, tmp_path):
     """The FIT says which NPU its models were compiled for (seedfw,npu-target); inspect reads
     each model's own target_platform and refuses a mismatch in one line."""
@@ -313,6 +345,7 @@ def test_inspect_refuses_a_fit_model_for_another_npu(digits, digits_rk3566, tmp_
         "NPU is rk3588")
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_tune_model_objectives_read_the_cards(digits, tmp_path):
     from seedfw.tune import objectives
     (tmp_path / "images").mkdir()
@@ -320,7 +353,7 @@ def test_tune_model_objectives_read_the_cards(digits, tmp_path):
     (tmp_path / "images" / "models.json").write_text(json.dumps({"models": [card]}))
     got = objectives.model_figures(tmp_path)
     assert got == {"model-bytes": digits.size, "model-weights": digits.card["weight_bytes"],
-                   "model-drop": round((digits.card["fp32"] - digits.card["npu"]) * 1000, 3)}
+                   "model-drop": round((digits.card["fp32"] - digits.card["simulated"]) * 1000, 3)}
     assert objectives.OBJECTIVES["model-drop"].kind == "emulated (rknn-toolkit2 simulator)"
 
 
@@ -355,18 +388,45 @@ def test_rk3588_build_embeds_only_real_compiled_models(rk3588_build):
     assert {c["name"]: c["file_bytes"] for c in cards} == {r.name[6:]: r.size for r in rknn_rows}
 
 
+@pytest.mark.slow      # runs the rknn venv (a real train + compile): integration
 def test_sbom_names_the_toolkit_and_each_model_source(digits, tmp_path):
     from types import SimpleNamespace
     from seedfw.parts.models import ModelsPart
-    (tmp_path / "models.json").write_text(json.dumps({"models": [digits.card]}))
-    recs = ModelsPart().sbom(SimpleNamespace(images=tmp_path))
-    lic = [r["licenses"][0]["license"]["name"] for r in recs]
-    assert recs[0]["name"] == "rknn-toolkit2" and lic[0].startswith("LicenseRef-RKNN")
-    assert recs[1]["name"] == "digits" and recs[1]["type"] == "machine-learning-model"
-    assert recs[1]["hashes"] == [{"alg": "SHA-256", "content": digits.card["sha256"]}]
-    assert lic[1] == "generated by seedfw"
-    assert json.loads(recs[1]["properties"][0]["value"]) == digits.card["source"]
-    from seedfw.rknn import wheels
+    # models.json as the build writes it (seedfw.parts.models): the card with the blob's size
+    # and sha256, which is what the SBOM must name
+    card = dict(digits.card, file_bytes=digits.size, sha256=digits.sha256)
+    (tmp_path / "models.json").write_text(json.dumps({"models": [card]}))
+    recs = ModelsPart().sbom(SimpleNamespace(images=tmp_path))     # seedfw.sbom.model.Component
+    assert recs[0].name == "rknn-toolkit2" and recs[0].licence == "LicenseRef-RKNN-SDK"
+    assert recs[0].scope == "build"                                  # never shipped
+    assert recs[1].name == "digits" and recs[1].kind == "machine-learning-model"
+    assert recs[1].hashes["SHA-256"] == digits.sha256
+    assert recs[1].licence == "LicenseRef-seedfw"                    # seedfw's own recipe
+    assert json.loads(recs[1].description) == digits.card["source"]
+    from seedfw.models.rknn import wheels
     det = wheels.sbom("rapidocr-onnxruntime",
                       "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx")
     assert det["licence"] == "Apache-2.0" and det["archive_sha256"].startswith("971d7d5f")
+
+
+def test_doctor_probes_the_venv_again_only_when_it_changed(tmp_path, monkeypatch):
+    """The doctor's `import rknn.api` (~2 s: torch) is answered from the last probe of the very
+    same venv state; installing into the venv (a new package directory) probes again. A stand-in
+    venv whose python counts its runs."""
+    venv_root = tmp_path / "venv"
+    site = venv_root / "lib" / "python3.11" / "site-packages"
+    (site / "rknn").mkdir(parents=True)
+    (venv_root / "bin").mkdir()
+    runs = tmp_path / "runs"
+    (venv_root / "bin" / "python").write_text(
+        f"#!/bin/sh\necho run >> {runs}\necho '{{\"rknn\": \"2.5.0\", \"torch\": \"t\", "
+        "\"numpy\": \"n\", \"onnx\": \"o\"}'\n")
+    (venv_root / "bin" / "python").chmod(0o755)
+    util.write_json(venv_root / venv.MARKER, {"toolkit": "2.5.0", "bytes": 2**20})
+    monkeypatch.setenv("SEEDFW_RKNN_VENV", str(venv_root))
+    count = lambda: len(runs.read_text().splitlines())        # noqa: E731
+    first = venv.doctor_line()
+    assert first[0] and "rknn-toolkit2 2.5.0" in first[1] and count() == 1
+    assert venv.doctor_line() == first and count() == 1        # the same state: no new probe
+    (site / "onnx").mkdir()                                    # an install in the venv
+    assert venv.doctor_line() == first and count() == 2

@@ -26,7 +26,8 @@ import time
 import pytest
 
 from cli import invoke, one_error_line
-from seedfw import ccache, secrets
+from seedfw.cache import ccache
+from seedfw import secrets
 
 PASSWORD = "s3cr3t-pw"
 DEAD = f"redis://seeduser:{PASSWORD}@127.0.0.1:1/"
@@ -189,7 +190,8 @@ def test_report_cache_section_redacts_an_old_ccache_json(tmp_path):
         "remote_unreachable": {DEAD: "Connection refused"}, "local_dir": "/x", "parts": {},
         "source": "measured"}))
     section = Cache()
-    inputs = type("Inputs", (), {"outdir": tmp_path})()     # the section reads only outdir
+    # the section reads only outdir (and a bench result when one is given on the command line)
+    inputs = type("Inputs", (), {"outdir": tmp_path, "ccache_bench": None})()
     data = section.data(inputs)
     text = json.dumps(data) + "\n".join(section.markdown(data)) + section.html(data)
     assert PASSWORD not in text

@@ -153,7 +153,8 @@ def forge(itb, target):
     old, old_hash = node.props["data"], node.children["hash-1"].props["value"]
     new = dvfs.encode(dvfs.load(boards.get(BOARD).dvfs_file), "performance")
     assert len(new) == len(old) and new != old
-    target.write_bytes(blob.replace(old, new).replace(old_hash, hashlib.sha256(new).digest()))
+    # the first occurrences: image "dvfs" (the FIT's boot package image keeps its own copy)
+    target.write_bytes(blob.replace(old, new, 1).replace(old_hash, hashlib.sha256(new).digest(), 1))
     return target
 
 

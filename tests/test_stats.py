@@ -17,7 +17,8 @@ import pytest
 
 import elf_builds
 from cli import invoke, one_error_line
-from seedfw import stats, stats_diff
+from seedfw import stats
+from seedfw.stats import diff as stats_diff
 from seedfw.errors import SeedfwError
 
 TOOLS = {"AArch64": "aarch64-linux-gnu-", "ARM": "arm-none-eabi-"}
@@ -285,9 +286,10 @@ def test_real_firmware_elfs_equal_binutils(request, board):
     """The real board builds (TF-A BL1/BL2/BL31, our BL33 payload, the MCU image): the session
     fixtures of tests/conftest.py (tests/builds.py, imported plainly there: an ImportError or a
     failed build is an error here, not a skip), shared with the other slow tests."""
+    from seedfw.manifest import Manifest
     from seedfw.report import inputs
     outdir = request.getfixturevalue(BOARD_BUILDS[board]).outdir
-    elfs = inputs.find_elfs(outdir)
+    elfs = inputs.find_elfs(outdir, Manifest.load(outdir).doc)     # the declared ELFs
     assert elfs, f"{board}: the build in {outdir} produced no target ELF"
     for path in elfs:
         st = stats.read_elf(path)

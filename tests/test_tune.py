@@ -300,8 +300,8 @@ def test_ctrl_c_leaves_the_study_resumable(tmp_path_factory, tmp_path):
             time.sleep(1.0)
             os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
             break
-    proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
     doc = json.loads((out / "tune" / "tune.json").read_text())
     assert not [t for t in doc["trials"] if t["state"] == "RUNNING"]
     done = [t for t in doc["trials"] if not t.get("interrupted")]

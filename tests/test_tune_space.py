@@ -17,7 +17,8 @@ import kconfiglib
 import optuna
 import pytest
 
-from seedfw import config, dvfs, dvfs_hints
+from seedfw import config, dvfs
+from seedfw.dvfs import hints as dvfs_hints
 from seedfw.errors import SeedfwError
 from seedfw.tune import space, study
 

@@ -18,11 +18,11 @@ import pytest
 import builds
 from c_layout import c_layout, c_macros
 from cli import invoke, one_error_line
-from seedfw.debian_pool import pool_directory
+from seedfw.sources.debian_pool import pool_directory
 from seedfw.errors import SeedfwError
 from seedfw.images import idblock
 from seedfw.parts import uboot_rockchip as rockchip
-from seedfw.parts import rkbin
+from seedfw.sources import rkbin
 
 DDR_BLOB = rkbin.DDR.name
 
@@ -135,7 +135,9 @@ def test_manifest_declares_boot_artifacts(rk3588_build):
     # ... and the OS the defconfig turns on (docs/os.md): what extlinux.conf names.
     assert boot == {"idbloader.img": "idbloader", "u-boot.itb": "fit", "rk3588.itb": "firmware-fit",
                     "Image": "kernel", "rk3588-rock-5b-seedfw.dtb": "dtb",
-                    "initramfs.cpio": "initramfs", "extlinux.conf": "extlinux"}
+                    "initramfs.cpio": "initramfs", "extlinux.conf": "extlinux",
+                    # the overlay reserving the boot package U-Boot verified (seedfw.parts.fit_verify)
+                    "seedfw-boot-package.dtbo": "dtb-overlay"}
     declared = {a["name"]: a["declared"]["role"] for a in manifest["artifacts"] if "declared" in a}
     assert declared["rk3588-disk.img"] == "disk" and declared[rkbin.LOADER_NAME] == "loader"
     assert manifest["flash"] == {"rockusb": ["images/rk3588-disk.img"],
@@ -236,5 +238,5 @@ def test_tampered_fit_stops_in_u_boot(qemu_aarch64_build, tmp_path):
     lines = result.lines
     assert any("sha256 error!" in l for l in lines), lines
     assert "Bad hash value for 'hash-1' hash node in 'payload' image node" in lines
-    assert "seedfw: firmware FIT rejected, not starting it" in lines
+    assert "seedfw: firmware FIT rejected, not booting" in lines
     assert not any(l.startswith("seedfw payload ") for l in lines)

@@ -112,7 +112,7 @@ def confined(folder: Path, rel: str, source, field, allow_outside: bool = False)
     """`rel` (a path written in a manifest) resolved inside `folder`: no absolute path, no
     `..`, no symlink leading out of the folder — whatever a manifest names would be read,
     hashed and embedded in a firmware image. Every path field of models.yaml goes through it
-    (`path:` in seedfw.models, `compile.source.onnx` in seedfw.rknn.compile). `allow_outside`
+    (`path:` in seedfw.models, `compile.source.onnx` in seedfw.models.rknn.compile). `allow_outside`
     (invoke models --allow-outside, or SEEDFW_ALLOW_OUTSIDE_PATHS=1 for builds) lifts the
     symlink rule only."""
     if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts or "\0" in rel:
@@ -127,3 +127,12 @@ def confined(folder: Path, rel: str, source, field, allow_outside: bool = False)
                               f"{real}); set SEEDFW_ALLOW_OUTSIDE_PATHS=1 to allow it",
                               source, field)
     return target
+
+
+def shown(path) -> str:
+    """A path as the CLI prints it: relative when it is below the current directory (short, and
+    what the user typed), else absolute — never `../../tmp/x`, which names the same file only
+    from where the command ran."""
+    p = Path(path)
+    rel = os.path.relpath(p)
+    return rel if not rel.startswith("..") else os.path.abspath(p)

@@ -65,9 +65,9 @@ def records(rows: list[tuple], first: int, labels: tuple = (), cols: int | None 
 def table(rows: list[tuple], header: tuple | None = None, first: int = 1, labels: tuple = (),
           cols: int | None = None) -> str:
     """Aligned columns when they fit in `cols` (default: the terminal's width), else records.
-    Every cell is shown plain (seedfw.images.reading.plain): names read from files never reach
+    Every cell is shown plain (seedfw.reading.plain): names read from files never reach
     the terminal with their control characters."""
-    from .images.reading import plain
+    from .reading import plain
     rows = [tuple(plain(c) for c in r) for r in rows]
     cols = cols or width()
     if natural_width(rows, header) <= cols:

@@ -47,14 +47,25 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
+def atomic_dir(target: str | os.PathLike, first_wins: bool = False) -> Iterator[Path]:
     """Yield a temporary directory next to `target`; it replaces `target` on success (an
-    interrupted unpack never leaves a half-filled tree under the final name)."""
+    interrupted unpack never leaves a half-filled tree under the final name).
+
+    `first_wins`: a content-addressed entry someone else published meanwhile is kept and this
+    one dropped, so every reader of a key sees the same bytes even when the producer is not
+    reproducible (the RKNN compiler) and two processes made the entry at once."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
     try:
         yield tmp
+        if first_wins:
+            try:
+                os.rename(tmp, target)        # fails on an existing non-empty directory
+            except OSError:
+                if not target.is_dir():
+                    raise
+            return
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
@@ -84,7 +95,7 @@ def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
 def read_json(path: str | os.PathLike, object_of: str | None = None):
     """A JSON file, or one error line naming it (and the line of a syntax error). With
     `object_of`, the document must be an object: 'must be a JSON object' + object_of."""
-    from .images import reading           # regular files only, size and depth limits
+    from . import reading           # regular files only, size and depth limits
     raw = reading.read_bytes(path, "json")
     try:
         text = raw.decode()
@@ -115,7 +126,7 @@ def run(cmd: Iterable, *, cwd=None, env=None, log: str | os.PathLike | None = No
     The command runs in a process group of its own, so that stopping it (Ctrl-C, a build being
     interrupted) also stops every process it started — make's compilers, for instance. `adopt` and
     `release` are told about the process (seedfw.plan uses them to end all groups on SIGINT).
-    `pass_fds`: descriptors the command inherits (a shared make jobserver's pipe, seedfw.jobserver).
+    `pass_fds`: descriptors the command inherits (a shared make jobserver's pipe, seedfw.plan.jobserver).
     On failure raises SeedfwError naming the command and the log, with `.tail` = last 30 lines.
     """
     cmd = [str(c) for c in cmd]
@@ -274,3 +285,66 @@ NOT_HASHED = ("CCACHE", "CCACHE_DIR", "CCACHE_REMOTE_STORAGE")
 def config_hash(values: dict) -> str:
     values = {k: v for k, v in values.items() if k not in NOT_HASHED}
     return sha256_bytes(json.dumps(values, sort_keys=True).encode())
+
+
+def openssl(args: list[str], what: str) -> bytes:
+    """Run the host's openssl (certificates, keys, CMS); its stdout, or one error line. openssl's
+    stderr never carries key material; only its last line is kept."""
+    try:
+        proc = subprocess.run(["openssl", *args], capture_output=True)
+    except FileNotFoundError:
+        raise SeedfwError("openssl not found (apt package openssl)") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+        raise SeedfwError(f"openssl {what} failed: {last}")
+    return proc.stdout
+
+
+class StatCache:
+    """`compute(file)` (a digest, or a dict of digests), reused while the file's (size,
+    mtime_ns, inode) is what it was when computed: a no-op build then rereads none of the
+    ~200 MB an OS build leaves in images/. A rebuilt file is installed by rename (seedfw.plan),
+    which gives it a new inode and mtime, so a stale entry never matches. `save()` writes the
+    table back when it changed (the manifest's sha256s, the SBOM's SHA-256/SHA-512)."""
+
+    def __init__(self, path: Path, compute):
+        self.path, self.compute = Path(path), compute
+        try:
+            self.old = json.loads(self.path.read_text())   # door: our own cache file
+        except (OSError, ValueError):
+            self.old = {}
+        self.new: dict[str, list] = {}
+
+    def __call__(self, file: Path):
+        st = os.stat(file)
+        key = [st.st_size, st.st_mtime_ns, st.st_ino]
+        got = self.old.get(str(file))
+        value = got[3] if isinstance(got, list) and len(got) == 4 and got[:3] == key \
+            else self.compute(Path(file))
+        self.new[str(file)] = key + [value]
+        return dict(value) if isinstance(value, dict) else value
+
+    def save(self) -> None:
+        if self.new != self.old and self.path.parent.is_dir():
+            write_json(self.path, self.new)
+
+
+@contextlib.contextmanager
+def environ(changes: dict) -> Iterator[None]:
+    """os.environ with `changes` applied ({name: value, or None to unset}) for the block, then
+    every name as it was. For code that must hand a setting to a library that reads only the
+    environment (kconfiglib's srctree, the artifact store's directory); not thread-safe."""
+    saved = {k: os.environ.get(k) for k in changes}
+    for k, v in changes.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

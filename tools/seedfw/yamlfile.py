@@ -21,7 +21,7 @@ class Located(dict):
 def load(path: str | Path):
     """Load a YAML file; returns (data, lines) where lines maps path tuples to line numbers."""
     path = Path(path)
-    from .images import reading
+    from . import reading
     text = reading.read_text(path, "yaml")        # regular file, size cap, UTF-8
     try:
         _refuse_aliases(text, path)
@@ -49,7 +49,7 @@ def _refuse_aliases(text: str, path) -> None:
     yaml_nodes events is refused. Aliases are allowed (board/rk3588/dvfs.yaml shares one OPP
     list) but bounded where they are expanded (_Budget): "billion laughs" and recursive
     aliases are one error line."""
-    from .images.reading import CAPS
+    from .reading import CAPS
     for n, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader)):
         if n > CAPS["yaml_nodes"]:
             raise SeedfwError(f"YAML document of more than {CAPS['yaml_nodes']} nodes", path,
@@ -61,7 +61,7 @@ class _Budget:
     (an alias back into one of them is a recursive document)."""
 
     def __init__(self):
-        from .images.reading import CAPS
+        from .reading import CAPS
         self.left = CAPS["yaml_nodes"]
         self.open: set[int] = set()
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from .. import plan, sources, util
-from ..debian_pool import DebianPoolSite
+from ..sources.debian_pool import DebianPoolSite
 from . import cache_root
 
 VERSION = "1.35"

@@ -53,7 +53,7 @@ def ccache_environment(ctx, out: Path) -> dict[str, str]:
     Not BR2_CCACHE: Buildroot would build its own host-ccache 4.10.2 with hiredis, zstd, xxhash
     and blake3 from tarballs not obtainable offline here, and keep its compiles apart from TF-A's
     and U-Boot's. Instead the same ccache, CCACHE_DIR, remote and settings as every other C
-    build (seedfw.ccache), reaching Buildroot's compiles two ways:
+    build (seedfw.cache.ccache), reaching Buildroot's compiles two ways:
       target  the relocated toolchain's gcc/g++ wrappers exec $SEEDFW_CCACHE (toolchain.py);
               Buildroot's own toolchain wrapper calls them by absolute path, so PATH cannot;
       host    HOSTCC/HOSTCXX = ccache's masquerade links (Buildroot takes them from the
@@ -64,7 +64,7 @@ def ccache_environment(ctx, out: Path) -> dict[str, str]:
     two output dirs share entries (the toolchain, in the seedfw cache, is the same path for
     both); -ffile-prefix-map=<out>=buildroot (BR2_REPRODUCIBLE) is not hashed by ccache.
     Compiles log into a stats log of their own, counted apart in images/ccache.json."""
-    from .. import ccache
+    from ..cache import ccache
 
     env = ccache.environment(ctx, out, part="buildroot")
     if "CCACHE_DISABLE" in env:

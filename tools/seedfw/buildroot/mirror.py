@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import plan, sources, util
-from ..debian_pool import DebianPoolSite
+from ..sources.debian_pool import DebianPoolSite
 from ..errors import SeedfwError
 from . import cache_root, dl_root
 

@@ -85,6 +85,9 @@ class ArtifactCache:
         self.remote_writes = remote_writes
         self.notes: list[str] = []      # what went wrong, said once by the build
         self.stored = 0                 # bytes this build put into the local store
+        # False: a write-only build (build(store="write")) compiles every step here and still
+        # puts what it made in the store — a real compile whose results others may restore.
+        self.reads = True
 
     @staticmethod
     def key(stamp: str, needs: dict | None = None) -> str:
@@ -109,7 +112,7 @@ class ArtifactCache:
             return None
         from .. import util
         needs = {}
-        for n in step.needs:
+        for n in step.files:                 # the roles and sources it needs, resolved
             p = Path(n)
             try:
                 name = p.resolve().relative_to(Path(outdir).resolve()).as_posix()
@@ -134,6 +137,8 @@ class ArtifactCache:
         """The files of the step's record, copied out verified to temporary files beside their
         places (a path "@label/…" goes below roots[label], a per-user cache the step writes
         into); None on a miss, or when a blob is corrupt (record and blob deleted)."""
+        if not self.reads:
+            return None
         roots = roots or {}
         record = self.local.get_record(key)
         source = "local"
@@ -300,7 +305,7 @@ def summary(outdir) -> dict | None:
     through the door: a handed-over output directory is outside input), or None without one:
     {steps, ran, restored, skipped, failed, restored_bytes, stored_bytes, hit_rate (restored /
     (restored + ran), None when neither), sources {local|oci: steps}}."""
-    from ..images import reading
+    from .. import reading
     path = Path(outdir) / "logs" / "steps.jsonl"
     if not path.is_file():
         return None

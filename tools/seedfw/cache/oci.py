@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import SeedfwError
-from ..images import reading
+from .. import reading
 from .local import RECORD_CAP, LocalStore, _valid
 from . import oci_client
 from .oci_client import client_class, credentials

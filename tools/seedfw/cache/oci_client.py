@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from ..errors import SeedfwError
-from ..images import reading
+from .. import reading
 
 TIMEOUT = (5.0, 60.0)           # (connect, read) seconds per request
 SETTING = "SEEDFW_CACHE_REMOTE"

@@ -70,11 +70,11 @@ def build(c, board=None, output=None, fragment=None, jobs=0, strict=False, allow
 
 
 def _build_boards(targets, frags, jobs, strict, console, store=True) -> None:
-    """Every board at once under one job limit (seedfw.multibuild); then one summary line per
+    """Every board at once under one job limit (seedfw.build.multi); then one summary line per
     board. Exit status: 0 when every board built; 1 with the one line
     `error: N of M boards failed: <board> (step <step>), …` on stderr when any failed (the
     others still ran to their end); 130 and `interrupted` on Ctrl-C."""
-    from .. import multibuild
+    from ..build import multi as multibuild
 
     started = time.monotonic()
     outcomes = multibuild.build_all(targets, frags, jobs, strict, console, store=store)
@@ -119,8 +119,9 @@ def _models_line(result) -> str | None:
                "until": "regular expression: stop with success once a UART line matches it "
                         "(overrides board.yaml qemu.ready)",
                "counters": "count memory traffic with seedfw's QEMU plugin (-icount; slower) into "
-                           "<out>/counters/emulated-run.json"})
-def run(c, board=None, output=None, timeout=30.0, until=None, counters=False):
+                           "<out>/counters/emulated-run.json",
+               "place": "labgrid place to hold for the run (acquired, released always)"})
+def run(c, board=None, output=None, timeout=30.0, until=None, counters=False, place=None):
     """Boot a built board in QEMU and stream its UART.
 
     Boot a built board in QEMU; stream the UART to the terminal and <out>/logs/run.log."""
@@ -136,7 +137,9 @@ def run(c, board=None, output=None, timeout=30.0, until=None, counters=False):
         from ..counters import emulated
         counted = emulated.default_file(outdir, "run")
     extra = emulated.qemu_args(brd, outdir, counted) if counted else []
-    result = qemu.run(brd, outdir, timeout=float(timeout), until=until, extra_args=extra)
+    from ..lab import held
+    with held(place, name):
+        result = qemu.run(brd, outdir, timeout=float(timeout), until=until, extra_args=extra)
     if result.ready_line is not None and result.returncode is None:
         print(f"guest ready after {result.seconds:.1f} s (UART line matched "
               f"'{qemu.ready_pattern(brd, until).pattern}'); QEMU stopped; UART log: {result.log}")

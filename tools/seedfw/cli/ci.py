@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from pathlib import Path
 
 from . import command
@@ -24,15 +25,18 @@ BENCH = ROOT / "bench" / "qemu-bench.yaml"
 @command(help={"output": "where images and reports go (default output/ci/<board>/)",
                "baseline": "a previous ci output directory: size deltas per board against it",
                "jobs": "jobs in total for the builds, which run all boards at once (default: "
-                       "number of cores)"})
-def ci(c, output=None, baseline=None, jobs=0):
+                       "number of cores)",
+               "cve_db": "vulnerability database directory for each board's VEX (invoke cve; "
+                         "default $SEEDFW_CVE_DB, else no VEX)"})
+def ci(c, output=None, baseline=None, jobs=0, cve_db=None):
     """Build, boot and flash-check every board; write reports.
 
-    Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports and print the summary."""
+    Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports, run the
+    HIL suite on the QEMU places of a local labgrid farm and print the summary."""
     from rich.console import Console
 
-    from .. import multibuild
-    from ..run import payload as qemu
+    from ..build import multi as multibuild
+    from ..run import os_virt, payload as qemu
     from ..report import build_report, markdown, write_report
 
     console = Console(highlight=False, soft_wrap=True)
@@ -65,17 +69,31 @@ def ci(c, output=None, baseline=None, jobs=0):
                 console.print(emulated.summary_line(emulated.collect(board, out, counted, "run")),
                               markup=False)
             _os_boot(board, out, console)
+        elif os_virt.section(board) is not None:
+            _os_virt_boot(board, out, console)
         counters_file = None
         if board.flash_backend == "pyocd":
             flash_task(c, board=name, bench=str(BENCH), output=str(out))
         if board.counters == "stats-block" and board.qemu:
             counters_file = _counters(c, board, out)
+        # Every build wrote its SBOM (<out>/sbom/); the VEX needs a local database.
+        db = cve_db or os.environ.get("SEEDFW_CVE_DB")
+        if db:
+            from .sbom import cve as cve_task
+            cve_task(c, board=name, output=str(out), db=db)
+        else:
+            console.print("cve: skipped (no database: --cve-db DIR or SEEDFW_CVE_DB)")
         base = Path(baseline) / name if baseline else None
         report = build_report(out, baseline=base if base and base.is_dir() else None,
                               counters=counters_file, board=name)
         paths = write_report(report, out)
         console.print(f"report: {paths['md'].relative_to(root)}, {paths['html'].relative_to(root)}")
         summary.append(markdown.render(report))
+    console.rule("[bold]farm (labgrid: local coordinator + exporter, tests/hil)")
+    from ..lab.farm import hil_suite
+    for line in hil_suite({o.board: root / o.board for o in outcomes if o.status == "ok"},
+                          root / "lab"):
+        console.print(line, markup=False)
     text = "\n\n".join([_builds_table(outcomes, root)] + summary)
     util.write_text(root / "summary.md", text + "\n")
     print(text)
@@ -87,7 +105,7 @@ def ci(c, output=None, baseline=None, jobs=0):
 def _builds_table(outcomes, root: Path) -> str:
     """The summary's first part: each board's build result and its compiler-cache hit rate
     (measured by ccache during that build, from <out>/images/ccache.json; "n/a" when the build
-    compiled nothing, ccache was off, or seedfw.ccache is absent)."""
+    compiled nothing, ccache was off, or seedfw.cache.ccache is absent)."""
     lines = ["# seedfw ci", "", "| board | build | ccache hit rate | hits / misses |",
              "|---|---|---|---|"]
     for o in outcomes:
@@ -105,8 +123,8 @@ def _builds_table(outcomes, root: Path) -> str:
 
 
 def _ccache(outdir: Path) -> dict | None:
-    try:        # seedfw.ccache may be absent (a tree without the compiler cache)
-        from .. import ccache
+    try:        # seedfw.cache.ccache may be absent (a tree without the compiler cache)
+        from ..cache import ccache
     except ImportError:
         return None
     stats = ccache.summary(outdir)
@@ -145,6 +163,30 @@ def _os_boot(board, out: Path, console) -> None:
                   markup=False)
     from ..counters import perf_live
     perf_live.write(board, out, result.lines, emulated=True)
+
+
+def _os_virt_boot(board, out: Path, console) -> None:
+    """A board QEMU has no model of (rk3588): its image's own OS on QEMU virt, counted, so its
+    report has the emulated per-phase table and the agent's perf windows too; what differs from
+    the board is printed and kept in both documents (seedfw.run.os_virt)."""
+    from ..run import os_virt
+    from ..counters import emulated, perf_live
+
+    if not emulated.available(out):
+        console.print("OS boot on QEMU virt: skipped (CONFIG_COUNTERS_EMULATED is off)",
+                      markup=False)
+        return
+    counted = emulated.default_file(out, "boot")
+    result = os_virt.boot(board, out, timeout=900, echo=lambda s: None,
+                          extra_args=emulated.virt_args(board, out, counted))
+    console.print(f"OS boot on QEMU virt: ok in {result.seconds:.1f} s (emulated, not the board: "
+                  f"{os_virt.differs_line(board)})", markup=False)
+    console.print(emulated.summary_line(emulated.collect(board, out, counted, "boot")),
+                  markup=False)
+    perf_live.write(board, out, result.lines, emulated=True)
+    for line in result.agent_lines():
+        if line.startswith(("agent: perf ", "agent: module ")):
+            console.print(line, markup=False)
 
 
 def _first_seedfw_line(lines: list[str]) -> str:

@@ -7,7 +7,9 @@ import os
 import sys
 
 from . import command
-from .. import boards, config as kcfg, explain as kexplain, textout
+from ..paths import shown as shown_path
+from .. import boards, config as kcfg, textout
+from ..config import explain as kexplain
 from ..errors import SeedfwError
 
 __all__ = ["config", "menuconfig", "savedefconfig", "boards_"]
@@ -45,7 +47,7 @@ def config(c, board=None, output=None, fragment=None, strict=False, explain=None
         return
     cfg = kcfg.configure(board, output, fragment or (), strict)
     print_warnings(cfg)
-    print(f"configured {board}: {os.path.relpath(cfg.outdir / '.config')}")
+    print(f"configured {board}: {shown_path(cfg.outdir / '.config')}")
 
 
 @command(help={"board": _BOARD_HELP, "output": _OUTPUT_HELP})
@@ -74,7 +76,7 @@ def savedefconfig(c, board=None, output=None, to=None):
     Write a minimal defconfig of the current configuration (only what differs from defaults)."""
     board = default_board(board)
     path = kcfg.savedefconfig(board, output, to)
-    print(f"wrote {os.path.relpath(path)}")
+    print(f"wrote {shown_path(path)}")
 
 
 @command(name="boards", help={"json": "print JSON for machines",
@@ -82,10 +84,10 @@ def savedefconfig(c, board=None, output=None, to=None):
 def boards_(c, json=False, check=None):
     """List the boards: name, SoC, architecture, description.
 
-    List the boards: name, SoC, architecture and a one-line description."""
+    One line per board; --json for machines, --check FILE validates a new board.yaml."""
     if check:
         b = boards.load_file(check)
-        from ..images.reading import plain
+        from ..reading import plain
         print(plain(f"{check}: ok ({b.name}, {b.soc}, {b.arch})"))
         return
     items = [boards.get(n).summary() for n in boards.names()]

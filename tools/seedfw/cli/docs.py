@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from . import command
+from ..paths import shown as shown_path
 from ..errors import SeedfwError
 from ..paths import ROOT
 
@@ -29,12 +30,14 @@ def docs(c, check=False, serve=False, port=8000):
     """Build the manual (docs/) into output/site/.
 
     The reference pages (plug-ins, Kconfig options, task help, report schema) are generated
-    into docs/reference/ by tools/seedfw/docsgen.py on every build."""
+    into docs/reference/ by tools/seedfw/cli/docsgen.py on every build, and committed; --check
+    writes none and fails naming a committed one that is stale."""
     # The theme too: mkdocs alone would fail later, and less clearly.
     if not all(importlib.util.find_spec(m) for m in ("mkdocs", "material")):
         raise SeedfwError("mkdocs-material is not installed (run: invoke setup, or python3 -m pip "
                           "install -e '.[docs]')", ROOT / "pyproject.toml", "docs")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1",
+    # --check also refuses stale committed reference pages instead of rewriting them (docsgen).
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SEEDFW_DOCS_CHECK="1" if check else "0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools"),
                                                         os.environ.get("PYTHONPATH")])))
     proc = subprocess.run(mkdocs_command(check, serve, port), cwd=ROOT, env=env)
@@ -42,4 +45,4 @@ def docs(c, check=False, serve=False, port=8000):
         raise SeedfwError(f"mkdocs failed (exit {proc.returncode}; its warnings are above)",
                           ROOT / "mkdocs.yml", "--check" if check else "build")
     if not serve:
-        print(f"manual: {os.path.relpath(ROOT / 'output' / 'site' / 'index.html')}")
+        print(f"manual: {shown_path(ROOT / 'output' / 'site' / 'index.html')}")

@@ -25,6 +25,7 @@ COMMON_HELP = {
     "image": "image to program; default: what the build declares for the runner (manifest.json \"flash\")",
     "output": "build output directory (default output/<board>)",
     "verify": "read back and compare every programmed byte (default on)",
+    "place": "labgrid place to hold while flashing (acquired, released always; docs/farm.md)",
 }
 
 
@@ -48,7 +49,7 @@ def runner_options() -> dict[str, str]:
     return {opt: f"{'/'.join(users[opt])}: {helps[opt]}" for opt in helps}
 
 
-def flash_body(c, board, probe=None, image=None, output=None, verify=True, **options):
+def flash_body(c, board, probe=None, image=None, output=None, verify=True, place=None, **options):
     """Program an image into a board, then read it back.
 
     Program an image into a board through its flash runner, then verify it (read back)."""
@@ -72,7 +73,8 @@ def flash_body(c, board, probe=None, image=None, output=None, verify=True, **opt
     check_image_board(b, img)
     check_image_signature(b, img)
     args = {"probe": probe, "output": output, **options}
-    with cls.session(b, args) as runner:
+    from ..lab import held
+    with held(place, b.name), cls.session(b, args) as runner:
         result = runner.run("flash", img, verify=verify)
     print(f"ok: {result.image} -> {b.name} via {cls.name} ({result.programmed_bytes} bytes, "
           f"{result.verified_bytes} verified)")
@@ -86,7 +88,8 @@ def _flash_task():
     params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD),
               inspect.Parameter("board", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
-               for n, d in (("probe", None), ("image", None), ("output", None), ("verify", True))]
+               for n, d in (("probe", None), ("image", None), ("output", None), ("verify", True),
+                            ("place", None))]
     params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
                for n in own]
 
@@ -94,7 +97,8 @@ def _flash_task():
         bound = sig.bind(c, *args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
-        common = {k: values.pop(k) for k in ("c", "board", "probe", "image", "output", "verify")}
+        common = {k: values.pop(k) for k in ("c", "board", "probe", "image", "output", "verify",
+                                             "place")}
         return flash_body(**common, **values)
 
     sig = inspect.Signature(params)
@@ -113,7 +117,7 @@ flash = _flash_task()
 })
 def bench(c, bench=None, check=False, json_=False):
     """List the boards on the bench and optionally check each one."""
-    from .. import bench as benchmod
+    from ..lab import inventory as benchmod
 
     entries = benchmod.load(bench)
     rows = [benchmod.check(e) if check else
@@ -149,12 +153,22 @@ def bench(c, bench=None, check=False, json_=False):
               "line, then read it: live",
     "timeout": "--serial: seconds to wait for the agent's last line (120)",
     "baud": "--serial: the console's rate (1500000, the RK3588 debug UART's)",
+    "place": "labgrid place to hold while reading (acquired, released always; docs/farm.md)",
 })
 def counters(c, board, probe=None, elf=None, output=None, flash_first=False, bench=None, recorded=None,
-             map_=None, json_=False, agent_log=None, serial=None, timeout=120.0, baud=1500000):
+             map_=None, json_=False, agent_log=None, serial=None, timeout=120.0, baud=1500000,
+             place=None):
     """Read a board's counters and say where they came from.
 
     Read the board's counters (stats block or RK3588 DFI) and say where they came from."""
+    from ..lab import held
+    with held(place, board):
+        _counters(board, probe, elf, output, flash_first, bench, recorded, map_, json_, agent_log,
+                  serial, timeout, baud)
+
+
+def _counters(board, probe, elf, output, flash_first, bench, recorded, map_, json_, agent_log,
+              serial, timeout, baud):
     from .. import boards
     from ..counters import source_class
     from ..flash.probe_ids import check_probe_uid
@@ -194,7 +208,33 @@ def counters(c, board, probe=None, elf=None, output=None, flash_first=False, ben
     if isinstance(prov.get("recording"), dict) and prov["recording"].get("how"):
         print(f"{'recording':<20} {prov['recording']['how']}")
     for k, v in values["readings"].items():
-        print(f"{k:<20} {v}")
+        for line in _shown(k, v, 20):
+            print(line)
     print("settings (configuration and identifiers, not measurements):")
     for k, v in values["settings"].items():
-        print(f"  {k:<18} {v}")
+        for line in _shown(k, v, 18):
+            print("  " + line)
+
+
+# Settings that are addresses: printed in hex, as every map and datasheet gives them (the JSON
+# keeps the number).
+ADDRESS_KEYS = ("address", "base", "addr")
+
+
+def _shown(key: str, value, width: int) -> list[str]:
+    """One reading or setting as text a person reads (the JSON carries the same values): a
+    mapping as `name=value` pairs, a list of mappings one row each (`channels[0]  read=…`), an
+    address in hex; never Python's repr of a dict."""
+    if isinstance(value, dict):
+        return [f"{key:<{width}} " + "  ".join(f"{k}={_scalar(k, v)}" for k, v in value.items())]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [line for i, v in enumerate(value) for line in _shown(f"{key}[{i}]", v, width)]
+    if isinstance(value, list):
+        return [f"{key:<{width}} " + ", ".join(str(_scalar(key, v)) for v in value)]
+    return [f"{key:<{width}} {_scalar(key, value)}"]
+
+
+def _scalar(key: str, value):
+    if isinstance(value, int) and not isinstance(value, bool) and key in ADDRESS_KEYS:
+        return f"{value:#x}"
+    return value

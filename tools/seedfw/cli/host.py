@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
@@ -24,7 +25,9 @@ def setup(c, no_update=False):
     print(f"installed: {' '.join(installed)}" if installed else "host packages: all present")
     py = host.setup_python()
     print(f"installed Python packages: {' '.join(py)}" if py else "Python extras: all present")
-    from ..rknn import venv           # rknn-toolkit2's own venv (NPU models), never the project's
+    from ..update import hosttool     # the host's rauc 1.8: pinned .debs, unpacked privately
+    print(f"host rauc: {hosttool.ensure(progress=lambda m: None)} ({hosttool.status()[1]})")
+    from ..models.rknn import venv           # rknn-toolkit2's own venv (NPU models), never the project's
     made = venv.ensure()
     print(f"rknn venv: {venv.venv_dir()} (rknn-toolkit2 {made['version']['rknn']}, "
           f"{made['bytes'] / 2**20:.0f} MiB, made in {made['install_seconds']} s)")
@@ -43,7 +46,7 @@ def doctor(c, quiet=False, config=None):
 
 
 def _doctor(quiet: bool, configs=None) -> None:
-    from .. import doctor as doc
+    from ..host import doctor as doc
     checks = doc.run_checks()
     missing = doc.missing_packages(checks)
     if not quiet or missing:
@@ -61,7 +64,12 @@ def _doctor(quiet: bool, configs=None) -> None:
     print(f"{'ok' if ok else 'error'}: QEMU traffic plugin: {line}")
     if not ok:
         errors.append(f"QEMU traffic plugin: {line}")
-    from ..rknn import venv
+    from ..update import hosttool              # invoke bundle's rauc (not an apt package)
+    rauc_ok, rauc_line = hosttool.status()
+    print(f"{'ok' if rauc_ok else 'error'}: host rauc (invoke bundle): {rauc_line}")
+    if not rauc_ok:
+        errors.append(f"host rauc (invoke bundle): {rauc_line}")
+    from ..models.rknn import venv
     rknn_ok, rknn_line = venv.doctor_line()
     if not quiet or not rknn_ok:
         print(rknn_line)
@@ -86,14 +94,27 @@ def _doctor(quiet: bool, configs=None) -> None:
 
 @command(help={"fast": "skip the slow end-to-end tests (real builds, QEMU boots)",
                "k": "only tests matching this expression (pytest -k)",
-               "x": "stop at the first failure"})
-def test(c, fast=False, k=None, x=False):
+               "x": "stop at the first failure",
+               "jobs": "test workers (pytest-xdist; default: one per CPU, at most 4; 1: one "
+                       "process, in file order)"})
+def test(c, fast=False, k=None, x=False, jobs=0):
     """Run the test suite; --fast skips the slow tests.
 
-    Run the test suite (pytest); --fast skips the slow end-to-end tests."""
+    Run the test suite (pytest, one worker per CPU); --fast skips the slow end-to-end tests."""
     # The 30 slowest tests, every run (CI's log and a user's terminal alike): where the suite's
     # time goes is read from there when it nears its budget (issue 27).
     args = [sys.executable, "-m", "pytest", "--durations=30"]
+    # Why workers: most of the suite waits on one single-threaded process at a time (QEMU's
+    # TCG, a Python reader, a CLI run), so a second core halves it; tests/conftest.py keeps
+    # each file on one worker and the files that share an unrestorable build together.
+    workers = int(jobs) if int(jobs or 0) > 0 else min(os.cpu_count() or 1, 4)
+    if workers > 1:
+        import importlib.util
+        if importlib.util.find_spec("xdist") is None:     # the 'test' extra brings it
+            print("invoke test: pytest-xdist is not installed (python3 -m pip install -e "
+                  "'.[test]'), running in one process", file=sys.stderr)
+        else:
+            args += ["-n", str(workers), "--dist", "loadgroup"]
     if fast:
         args += ["-m", "not slow"]
     if k:

@@ -1,4 +1,4 @@
-"""Image tasks: inspect (FIT or boot package), dvfs (validate and show/write a board's tables)."""
+"""Image tasks: inspect (FIT, boot package, disk, U-Boot, loader, env or bundle image), dvfs (validate and show/write a board's tables)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,24 @@ from pathlib import Path
 from invoke.exceptions import Exit
 
 from . import command
-from .. import boards, dvfs as dvfs_mod, dvfs_hints, models as models_mod, textout
+from ..paths import shown as shown_path
+from .. import boards, dvfs as dvfs_mod, models as models_mod, textout
+from ..dvfs import hints as dvfs_hints
 from ..errors import SeedfwError
 from ..images import inspect as inspect_mod
 
 __all__ = ["inspect", "dvfs", "models"]
 
 
-@command(help={"image": "a FIT image (.itb) or a seedfw boot package (.pkg)",
+# Every format seedfw.images.inspect recognises (by its bytes, not its name), named in --help.
+FORMATS = ("a FIT (.itb)", "a seedfw boot package (.pkg)",
+           "a GPT disk image (-disk.img: the FITs in its partitions too)",
+           "u-boot-rockchip.bin or its -spi variant (idblock, FIT)", "idbloader.img",
+           "a maskrom loader (*_loader*.bin, LDR)", "a U-Boot environment image (uboot.env)",
+           "a RAUC bundle (.raucb)")
+
+
+@command(help={"image": "what the build wrote: " + ", ".join(FORMATS),
                "json": "print JSON for machines instead of the table",
                "key": "public-key DTB (mkimage -K output, <board>-pubkey.dtb): verify FIT signatures "
                       "(also the FITs inside a disk image; for formats without signatures "
@@ -25,7 +35,10 @@ __all__ = ["inspect", "dvfs", "models"]
 def inspect(c, image, json=False, key=None):
     """Read an image back and verify every hash in it.
 
-    Read a FIT or boot package back, verify every hash, print a table; exit 1 if any hash fails."""
+    Read a FIT (.itb), boot package (.pkg), GPT disk image, u-boot-rockchip.bin (or -spi),
+    idbloader.img, maskrom loader, U-Boot environment or RAUC bundle back, verify every hash,
+    print a table; exit 1 if any hash fails. The format is read from the bytes (an environment
+    image also by its name)."""
     report = inspect_mod.inspect(image, key)
     if json:
         print(jsonlib.dumps({"path": str(report.path), "format": report.format, "ok": report.ok,
@@ -37,7 +50,7 @@ def inspect(c, image, json=False, key=None):
     else:
         inspect_mod.render(report)
     if not report.ok:
-        from ..images.reading import plain     # names come from the file: no raw ESC
+        from ..reading import plain     # names come from the file: no raw ESC
         failed = [plain(r.name) + (f" ({r.verdict})" if r.verdict else "")
                   for r in report.rows if not r.hash_ok]
         raise Exit(f"error: {image}: {len(failed)} entries failed verification: "
@@ -64,7 +77,7 @@ def dvfs(c, board=None, file=None, profile="balanced", output=None):
         paths = dvfs_hints.build_outputs(boards.get(board) if board else None,
                                        {"POWER_PROFILE": profile}, output, dvfs_file=path)
         for p in paths.values():
-            print(os.path.relpath(p))
+            print(shown_path(p))
         return
     for d in table.domains:
         latency = f", latency {d.clock_latency_ns} ns" if d.clock_latency_ns is not None else ""
@@ -74,7 +87,7 @@ def dvfs(c, board=None, file=None, profile="balanced", output=None):
             print(f"  opp[{i}] {o.hz / 1e6:7.1f} MHz  {o.uv_target:>7} µV "
                   f"[{o.uv_min}..{o.uv_max}]  {marks}")
     print(f"{len(table.domains)} domains, {table.opp_count} opps, profiles: "
-          f"{', '.join(p.name for p in table.profiles)}; {os.path.relpath(path)} ok")
+          f"{', '.join(p.name for p in table.profiles)}; {shown_path(path)} ok")
 
 
 @command(name="models", help={
@@ -103,7 +116,8 @@ def models(c, board=None, manifest=None):
         card = None
         if m.card:
             c = m.card
-            card = (f"{c['target']} {c['dtype']} {c['metric']} {c['npu']:.4f} (FP32 "
+            card = (f"{c['target']} {c['dtype']} {c['metric']} simulated "
+                    f"{c['simulated']:.4f} (FP32 "
                     f"{c['fp32']:.4f}, {c['simulator']}){' cached' if m.cached else ''}")
         rows.append((m.name, m.type, f"{m.size:>9} B", f"align {m.alignment}", m.compression,
                      m.sha256, framing, card, f"SYNTHETIC filler ({m.synthetic})" if m.synthetic
@@ -111,7 +125,7 @@ def models(c, board=None, manifest=None):
     print(textout.table([tuple(c or "" for c in r) for r in rows], first=5,
                         labels=("sha256",)))
     print(f"{len(ms)} models, {sum(m.stored_size for m in ms)} bytes stored; "
-          f"{os.path.relpath(path)} ok")
+          f"{shown_path(path)} ok")
     summary = models_mod.synthetic_summary(ms)
     if summary:
         print(f"warning: {summary}")

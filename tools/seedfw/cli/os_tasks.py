@@ -72,26 +72,51 @@ def mirror(c):
 
 
 @command(help={"board": "board name", "output": "output directory (default output/<board>/)",
-               "timeout": "seconds the OS has to print the agent's report and power off (90)",
+               "timeout": "seconds the OS has to print the agent's report and power off "
+                          "(default 90, 600 with --counters: -icount and the plugin are slower)",
                "counters": "count memory traffic with seedfw's QEMU plugin (-icount; slower) into "
-                           "<out>/counters/emulated-boot.json"})
-def boot(c, board=None, output=None, timeout=90.0, counters=False):
+                           "<out>/counters/emulated-boot.json",
+               "place": "labgrid place to hold for the boot (acquired, released always)"})
+def boot(c, board=None, output=None, timeout=None, counters=False, place=None):
     """Boot the built OS in QEMU and check the agent's report.
 
-    Boot the built OS in QEMU (Debian kernel + Buildroot initramfs + agent); check the agent's report."""
+    Boot the built OS in QEMU (Debian kernel + Buildroot initramfs + agent); check the agent's
+    report. A board QEMU has no model of (rk3588) boots its image's own OS on QEMU virt
+    (board.yaml qemu_os; what differs from the board is printed)."""
     from .. import boards
-    from ..run import os_boot as osboot
+    from ..run import os_boot as osboot, os_virt
 
     name = default_board(board)
     brd, outdir, counted = boards.get(name), output_dir(name, output), None
+    # A board QEMU has no model of (rk3588) boots its own OS image on QEMU virt instead.
+    virt = not brd.qemu and os_virt.section(brd) is not None
+    # Everything that can refuse is asked before the counter writes its plan (issue 33).
+    if virt:
+        os_virt.refuse(brd, outdir)
+    else:
+        osboot.refuse(brd, outdir)
     if counters:
         from ..counters import emulated
         counted = emulated.default_file(outdir, "boot")
-    extra = emulated.qemu_args(brd, outdir, counted, os_boot=True) if counted else []
-    result = osboot.boot(brd, outdir, timeout=float(timeout), extra_args=extra)
-    how = "TF-A → U-Boot → Linux" if result.chain else "QEMU -kernel/-initrd (no U-Boot OS FIT)"
+    if not counted:
+        extra = []
+    elif virt:
+        extra = emulated.virt_args(brd, outdir, counted)
+    else:
+        extra = emulated.qemu_args(brd, outdir, counted, os_boot=True)
+    timeout = float(timeout) if timeout else 600.0 if counted else 90.0
+    from ..lab import held
+    with held(place, name):
+        if virt:
+            result = os_virt.boot(brd, outdir, timeout=timeout, extra_args=extra)
+        else:
+            result = osboot.boot(brd, outdir, timeout=timeout, extra_args=extra)
+    how = "the image's own kernel, initramfs and ext4 root on QEMU virt" if virt else \
+        "TF-A → U-Boot → Linux" if result.chain else "QEMU -kernel/-initrd (no U-Boot OS FIT)"
     print(f"OS booted ({how}) and powered off in {result.seconds:.1f} s (QEMU exit 0); "
           f"{len(result.agent_lines())} agent lines; UART log: {result.log}")
+    if virt:
+        print(f"emulated, not the board: {os_virt.differs_line(brd)}")
     if counted:
         print(emulated.summary_line(emulated.collect(brd, outdir, counted, "boot")) +
               f"; {counted}")
@@ -105,10 +130,11 @@ def boot(c, board=None, output=None, timeout=90.0, counters=False):
 def legal(c, board=None, output=None):
     """Write the licence bundle and SBOM of the whole firmware.
 
-    Licence bundle + CycloneDX SBOM of the whole firmware: Buildroot's legal-info plus TF-A,
-    U-Boot, rkbin blobs and the kernel package, in <out>/legal/."""
+    Licence bundle + SBOM (CycloneDX 1.6, SPDX 3.0.1) of the whole firmware: Buildroot's
+    legal-info (cross-checked against the SBOM) plus TF-A, U-Boot, rkbin blobs, the kernel
+    package and the Buildroot tree, in <out>/legal/."""
     from .. import config as kcfg
-    from .. import legal as brlegal
+    from ..sbom import legal as brlegal
     from ..parts import BuildContext
 
     name = default_board(board)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from . import command
+from ..paths import shown as shown_path
 from ..errors import SeedfwError
 
 __all__ = ["stats", "report"]
@@ -55,7 +56,7 @@ def _baseline_files(spec: str, top: int) -> list[dict]:
 
 def _targets(target: str, output):
     """TARGET → (ELF files, output dir or None). A board name or an output directory means the
-    build's target ELFs (images/ first); anything else is ELF file(s)."""
+    build's target ELFs (the ones its manifest declares); anything else is ELF file(s)."""
     from .. import boards, paths
     from ..report import inputs
     outdir = None
@@ -85,8 +86,9 @@ def stats(c, target, output=None, top="10", json=False, diff=None):
     """Print ELF section, segment and symbol sizes.
 
     ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
-    from .. import stats as elfstats, stats_diff, util
-    from ..images.reading import plain
+    from .. import stats as elfstats, util
+    from ..stats import diff as stats_diff
+    from ..reading import plain
     if not str(top).isdigit() or not 1 <= int(top) <= 100000:
         raise SeedfwError(f"'{top}' is not a whole number of symbols from 1 to 100000",
                           field="--top")
@@ -120,11 +122,18 @@ def stats(c, target, output=None, top="10", json=False, diff=None):
     "board": _BOARD_HELP, "output": _OUTPUT_HELP,
     "baseline": "another output directory: size deltas against its images and ELFs",
     "counters": "counters JSON from 'invoke counters --json': shown as measured figures",
+    "decoder_bench": "a bench/lz4_speed.py result file: shown as measured on the host, not the "
+                     "board (never read unless given)",
+    "ccache_bench": "a bench/cache_speed.py result file: the time a warm remote cache saved "
+                    "(never read unless given)",
 })
-def report(c, board=None, output=None, baseline=None, counters=None):
+def report(c, board=None, output=None, baseline=None, counters=None, decoder_bench=None,
+           ccache_bench=None):
     """Write <out>/report/: report.json, report.md, report.html.
 
-    Write <output>/report/: report.json (schema seedfw-report/1), report.md, report.html."""
+    Write <output>/report/: report.json (schema seedfw-report/1), report.md, report.html. The
+    report depends on the output directory and these options only: a benchmark result is shown
+    when given (--decoder-bench, --ccache-bench), never picked up from the benchmark cache."""
     from .. import boards, paths
     from ..report import build_report, write_report
     board = _board(board)
@@ -133,10 +142,11 @@ def report(c, board=None, output=None, baseline=None, counters=None):
     if board:
         boards.get(board)       # an unknown name is its own error, not "output/<name> not found"
     outdir = paths.output_dir(board, output) if board else Path(output).resolve()
-    data = build_report(outdir, baseline=baseline, counters=counters, board=board)
+    data = build_report(outdir, baseline=baseline, counters=counters, board=board,
+                        decoder_bench=decoder_bench, ccache_bench=ccache_bench)
     written = write_report(data, outdir)
     for path in written.values():
-        print(f"wrote {os.path.relpath(path)}")
+        print(f"wrote {shown_path(path)}")
     from ..report.safe import term
     for note in data["notes"]:          # notes quote outside text: shown plain, never as escapes
         print(f"note: {term(note)}")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 
+from .. import util
 from . import command
+from ..paths import shown as shown_path
 from ..errors import SeedfwError
 
 __all__ = ["fuzz", "keys"]
@@ -31,26 +32,26 @@ def fuzz(c, target=None, seconds=10, jobs=1, corpus=None, list_=False, max_len=0
     """Build and run a fuzzer of a parser of outside bytes.
 
     Build a libFuzzer target (clang-14, ASan+UBSan), seed it from real data, run it, report;
-    py-* targets fuzz the Python readers of outside bytes with atheris (seedfw.pyfuzz)."""
+    py-* targets fuzz the Python readers of outside bytes with atheris (seedfw.fuzz.pyfuzz)."""
     from .. import fuzz as fuzz_mod
 
     if list_:
         for t in fuzz_mod.TARGETS.values():
             print(f"{t.name:<14} {t.source:<38} {t.what}")
-        from .. import pyfuzz
+        from ..fuzz import pyfuzz
         for name in pyfuzz.TARGETS:
-            print(f"{name:<14} {'tools/seedfw/pyfuzz.py':<38} Python reader (atheris)")
+            print(f"{name:<14} {'tools/seedfw/fuzz/pyfuzz.py':<38} Python reader (atheris)")
         return
     if not target:
         raise SeedfwError("no --target given (see 'invoke fuzz --list')", field="--target")
     if str(target).startswith("py-"):
-        from .. import pyfuzz
+        from ..fuzz import pyfuzz
         r = pyfuzz.run_campaign(target, int(runs), int(seconds) if not int(runs) else 0)
         print(f"{r.target}: {r.executions} executions in {r.seconds:.1f} s, {len(r.crashes)} "
-              f"crashes (log: {os.path.relpath(r.log)})")
+              f"crashes (log: {shown_path(r.log)})")
         if r.crashes:
             raise SeedfwError(f"fuzzer found a crash, kept in tests/hostile_crashes/{target}/",
-                              os.path.relpath(r.crashes[0]), "crash artifact")
+                              shown_path(r.crashes[0]), "crash artifact")
         if r.executions == 0:
             raise SeedfwError("atheris ran no inputs", r.log)
         return
@@ -58,31 +59,19 @@ def fuzz(c, target=None, seconds=10, jobs=1, corpus=None, list_=False, max_len=0
                               max_len=int(max_len) or None, seed_from=seed_from or ())
     print(f"{r.target}: {r.executions} executions in {r.seconds:.1f} s, {r.exec_per_sec} exec/s, "
           f"{r.new_units} new units, corpus {r.corpus_files} files, {len(r.crashes)} crashes "
-          f"(log: {os.path.relpath(r.log)})")
+          f"(log: {shown_path(r.log)})")
     if r.crashes:
         why = fuzz_mod.first_finding(r.log) or "see the log"
         raise SeedfwError(f"fuzzer found a crash: {why}; reproduce: "
-                          f"{os.path.relpath(r.binary)} {os.path.relpath(r.crashes[0])}",
-                          os.path.relpath(r.crashes[0]), "crash artifact")
+                          f"{shown_path(r.binary)} {shown_path(r.crashes[0])}",
+                          shown_path(r.crashes[0]), "crash artifact")
     if r.executions == 0:
         raise SeedfwError("libFuzzer ran no inputs", r.log)
 
 
-def _openssl(args: list[str], what: str) -> bytes:
-    try:
-        proc = subprocess.run(["openssl", *args], capture_output=True)
-    except FileNotFoundError:
-        raise SeedfwError("openssl not found (apt package openssl)") from None
-    if proc.returncode != 0:
-        # openssl's stderr never carries key material; keep only the last line.
-        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
-        raise SeedfwError(f"openssl {what} failed: {last}")
-    return proc.stdout
-
-
 def public_key_fingerprint(key_file: str | Path) -> str:
     """SHA256:<base64> of the DER SubjectPublicKeyInfo (the same form ssh-keygen -l shows)."""
-    der = _openssl(["pkey", "-in", str(key_file), "-pubout", "-outform", "DER"], "pkey")
+    der = util.openssl(["pkey", "-in", str(key_file), "-pubout", "-outform", "DER"], "pkey")
     return "SHA256:" + base64.b64encode(hashlib.sha256(der).digest()).decode().rstrip("=")
 
 
@@ -107,11 +96,11 @@ def new_keys(directory: str | Path, name: str = "dev", bits: int = 2048) -> dict
     fd = os.open(tmp_key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
     try:
-        _openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", f"rsa_keygen_bits:{int(bits)}",
+        util.openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", f"rsa_keygen_bits:{int(bits)}",
                   "-out", str(tmp_key)], "genpkey")
         os.chmod(tmp_key, 0o600)
         tmp_crt = directory / f".{name}.crt.tmp"
-        _openssl(["req", "-batch", "-new", "-x509", "-days", "3650", "-sha256",
+        util.openssl(["req", "-batch", "-new", "-x509", "-days", "3650", "-sha256",
                   "-subj", f"/CN=seedfw {name}", "-key", str(tmp_key), "-out", str(tmp_crt)], "req")
         os.replace(tmp_crt, crt)
         os.replace(tmp_key, key)

@@ -57,8 +57,9 @@ def tune(c, board=None, output=None, trials=20, objectives=None, space=None, sto
     tune_dir = output_dir(name, output) / "tune"
     if export is None and trial is not None:
         raise SeedfwError("--trial only goes with --export", None, "--trial")
-    # The defconfig's point: resolved without the board dir's user.fragment, as the trials are.
-    kconf = config_mod.resolve(name, tune_dir / "base").kconf
+    # The defconfig's point with the study's pins (U-Boot off where QEMU boots), as the trials
+    # build it: the space's visibility is judged there.
+    kconf = trial_mod.base_config(brd, tune_dir).kconf
     params = space_mod.load(kconf, space.split(",") if space else None)
     # Define-by-run over Kconfig's visibility: a trial samples only what the values so far
     # leave visible, so the build never refuses a combination Kconfig would have refused.

@@ -139,7 +139,7 @@ def parse_container(blob: bytes, source: str = "<container>",
     if bs < MIN_BLOCK_SIZE or bs > MAX_BLOCK_SIZE or bs & (bs - 1):
         _fail(source, off["block_size"], "block_size",
               f"block size {bs} is not a power of two in {MIN_BLOCK_SIZE}..{MAX_BLOCK_SIZE}")
-    from ..images.reading import CAPS      # decompressed-size cap (docs/hostile-input.md)
+    from ..reading import CAPS      # decompressed-size cap (docs/hostile-input.md)
     if h["original_size"] > CAPS["lz4_output"]:
         _fail(source, off["original_size"], "original_size",
               f"expands to {h['original_size']} bytes, over the limit of {CAPS['lz4_output']}")

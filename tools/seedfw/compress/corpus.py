@@ -1,11 +1,11 @@
 """Reference images for dictionary training and benchmarks: Debian's u-boot-qemu (pinned in
-seedfw.debs), whose AArch64 firmware ELFs are other images than the ones we compress."""
+seedfw.sources.debs), whose AArch64 firmware ELFs are other images than the ones we compress."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .. import debs
+from ..sources import debs
 
 UBOOT_QEMU_DEB = debs.UBOOT_QEMU.file
 

@@ -107,11 +107,8 @@ def _elf_phase(name: str, path: Path, base: int = 0) -> tuple[Phase, dict | None
 
 def roles(outdir: Path) -> set[str]:
     """The boot artifacts' declared roles in the build's manifest."""
-    try:
-        manifest = util.read_json(Path(outdir) / "manifest.json")
-    except (OSError, ValueError) as exc:
-        raise SeedfwError(f"cannot read the build manifest: {exc}", Path(outdir) / "manifest.json")
-    return {a["declared"]["role"] for a in manifest.get("artifacts", []) if a.get("declared")}
+    from ..manifest import Manifest
+    return {r for a in Manifest.load(outdir).artifacts if a.declared for r in a.roles}
 
 
 def plan(board, outdir: Path, os_boot: bool = False):
@@ -164,6 +161,12 @@ def plan(board, outdir: Path, os_boot: bool = False):
 
 
 def regions(board) -> list:
+    """The map counted by: board.yaml `memory` regions with a kind; for a board whose OS is
+    proven on QEMU virt (`qemu_os`), that machine's map (`qemu_os.regions`)."""
+    virt = (board.raw.get("qemu_os") or {}).get("regions") if not board.qemu else None
+    if virt:
+        from types import SimpleNamespace          # name, base, size, kind as board.memory's
+        return [SimpleNamespace(**{"kind": None, **r}) for r in virt]
     out = [r for r in board.memory if r.kind]
     if not out:
         raise SeedfwError("no memory region has a 'kind' (dram, flash, sram, mmio): nothing to "
@@ -228,6 +231,30 @@ def qemu_args(board, outdir: Path, outfile: Path, os_boot: bool | None = None,
     # random kaslr-seed/rng-seed in its DT, which U-Boot hands to Linux)
     args += list((board.qemu or {}).get("counted_args", []))
     args += ["-plugin", plugin_arg(board, phases, excludes, stop, f["raw"], plugin)]
+    for event in TRACE_EVENTS:
+        args += ["-trace", event]
+    return args + ["-D", str(f["trace"])]
+
+
+def virt_args(board, outdir: Path, outfile: Path) -> list[str]:
+    """The counter's QEMU arguments for a board's own OS on QEMU virt (seedfw.run.os_virt):
+    QEMU starts the kernel itself (no TF-A, no U-Boot), so the phases are Linux and user space
+    by address space, classified by physical address into `qemu_os.regions`; no stop address
+    (PSCI SYSTEM_OFF is QEMU's own HVC handler: the run ends there)."""
+    outdir = Path(outdir)
+    plugin = plugin_path(outdir)
+    if not plugin.is_file():
+        raise SeedfwError("the QEMU traffic plugin is not built (CONFIG_COUNTERS_EMULATED=y, "
+                          f"then 'invoke build --board {board.name}')", plugin)
+    phases = [Phase("linux", *KERNEL_HALF, by="address space", elf="Image", pa=True),
+              Phase("userspace", *USER_HALF, by="address space", pa=True)]
+    f = files(outfile)
+    f["raw"].parent.mkdir(parents=True, exist_ok=True)
+    for path in f.values():
+        path.unlink(missing_ok=True)
+    f["plan"].write_text(json.dumps({"phases": [asdict(p) for p in phases], "excludes": [],
+                                     "stop": None}, indent=1) + "\n")
+    args = list(ICOUNT) + ["-plugin", plugin_arg(board, phases, [], None, f["raw"], plugin)]
     for event in TRACE_EVENTS:
         args += ["-trace", event]
     return args + ["-D", str(f["trace"])]
@@ -371,7 +398,7 @@ class EmulatedTrafficCounters(CounterSource):
         return read_json(path)
 
     def provenance(self) -> dict:
-        q = self.board.qemu or {}
+        q = self.board.qemu or self.board.raw.get("qemu_os") or {}
         version = provenance.qemu_version(q.get("binary"))
         prov = provenance.emulated(self.board, method(version, q.get("args", [])))
         prov["note"] = NOTE
@@ -382,8 +409,9 @@ class EmulatedTrafficCounters(CounterSource):
                 "regions": [{"name": r["name"], "kind": r["kind"], "base": f"{r['base']:#x}",
                              "size": f"{r['size']:#x}"} for r in raw["regions"]],
                 "excluded_code": [f"{ph}: {a:#x}-{b:#x}" for ph, a, b in plan_doc["excludes"]]
-                + ["U-Boot's virtio-blk request (virtio_blk_do_req, virtqueue_get_buf, "
-                   "dev_get_uclass_priv): its completion poll runs at the host's pace"],
+                + (["U-Boot's virtio-blk request (virtio_blk_do_req, virtqueue_get_buf, "
+                    "dev_get_uclass_priv): its completion poll runs at the host's pace"]
+                   if plan_doc["excludes"] else []),
                 "stop_at": None if plan_doc["stop"] is None else
                 f"{plan_doc['stop']:#x} (BL31 psci_system_off: the tail to QEMU's exit varies)",
                 "dma_source": "QEMU trace events " + ", ".join(TRACE_EVENTS)

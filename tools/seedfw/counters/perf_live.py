@@ -51,7 +51,7 @@ _PAIR = re.compile(r"([A-Za-z0-9_.:-]{1,%d})=([0-9]{1,%d})" % (MAX_NAME, MAX_DIG
 
 def _shown(text: str, limit: int = 40) -> str:
     """A field from the log in an error line: control characters escaped, long ones cut."""
-    from ..images.reading import plain
+    from ..reading import plain
     return plain(text if len(text) <= limit else text[:limit] + "…")
 
 
@@ -239,7 +239,7 @@ def from_log(board, path) -> dict:
 
     import hashlib
 
-    from ..images.reading import log_lines
+    from ..reading import log_lines
 
     path = Path(path)
     digest = hashlib.sha256()           # of every byte read: what a capture record must match

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import plan, sources
-from ..debian_pool import DebianPoolSite
+from ..sources.debian_pool import DebianPoolSite
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
 

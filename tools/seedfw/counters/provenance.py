@@ -85,12 +85,16 @@ def live(probe: str, target: str | None = None) -> dict:
 def emulated(board, how: str, target: str | None = None, started: bool = True) -> dict:
     """`started`: this command started the QEMU (its version is the board's binary's); a QEMU
     someone else started is taken at its address and its version is not known."""
-    q = board.qemu or {}
+    # a board without a QEMU model whose OS image is proven on QEMU virt: that QEMU (qemu_os)
+    q = board.qemu or board.raw.get("qemu_os") or {}
     version = qemu_version(q.get("binary")) if started else None
     return {"source": "emulated", "how": how, "emulator": "QEMU", "qemu_version": version,
             "qemu_binary": q.get("binary"), "machine": q.get("machine"), "cpu": q.get("cpu"),
             "started_by_seedfw": started, "target": target, "note": EMULATED_NOTE,
-            "host": _host(), "when": now()}
+            "host": _host(), "when": now(),
+            # the board's own OS image on QEMU virt: what is not the board goes with the figures
+            **({"differs_from_board": dict(q["differs"])}
+               if not board.qemu and q.get("differs") else {})}
 
 
 def through_pyocd(board, uid: str, target: str | None, started_qemu: bool) -> dict:
@@ -159,7 +163,7 @@ def write_capture(log, source: str, how: str, **detail) -> None:
     """Beside a log seedfw has just captured (and closed): who captured it and the log's size
     and sha256, so that `of_log` can tell the log is still what seedfw wrote."""
     from .. import util
-    from ..images.reading import digest_file
+    from ..reading import digest_file
 
     assert source in CAPTURE_SOURCES
     size, digest = digest_file(log, "log")
@@ -179,7 +183,7 @@ def user_log(path, note: str) -> dict:
 def _record(path) -> dict:
     """The capture record beside `path`, read through the door and checked field by field."""
     from ..errors import SeedfwError
-    from ..images.reading import loads_json, read_bytes
+    from ..reading import loads_json, read_bytes
 
     rec_path = capture_record(path)
     rec = loads_json(read_bytes(rec_path, "json"), rec_path)
@@ -214,7 +218,7 @@ def of_log(board, path, sha256: str, how: str) -> dict:
     if rec["board"] and rec["board"] != board.name:
         raise SeedfwError(f"captured from board '{rec['board']}', not '{board.name}'", rec_path,
                           "board")
-    from ..images.reading import plain        # the record is a file too: shown escaped
+    from ..reading import plain        # the record is a file too: shown escaped
     if rec["source"] == "emulated":
         prov = emulated(board, how + " (QEMU's emulated PMU); UART captured by seedfw")
     else:

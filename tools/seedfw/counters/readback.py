@@ -35,7 +35,7 @@ def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
 
     from pyocd.core.helpers import ConnectHelper
 
-    from ..counters.base import PyocdReader
+    from .base import PyocdReader
     from ..flash import runner_class
 
     with reach_probe(b, probe, bench_path) as (uid, target, qemu):
@@ -56,7 +56,7 @@ def read_stats_block(b, cls, probe, elf, flash_first, bench_path, output=None):
 def _stats_counters_gdb(b, source, probe):
     """A-class guests: pyOCD drives Cortex-M only, so read the block straight through the GDB stub
     of a running QEMU (the guest is paused for the read and continues afterwards)."""
-    from ..counters.base import RspReader
+    from .base import RspReader
     from ..flash.probe_ids import parse_qemu_uid as parse_uid
     from ..flash.qemu_probe.rsp import RspClient
 
@@ -80,20 +80,19 @@ def _stats_counters_qemu(b, source, outdir: Path, timeout: float = 30.0):
     loopback port and -no-shutdown (PSCI SYSTEM_OFF then stops the guest instead of ending QEMU),
     wait for the firmware's `stats:` UART line, read the block through the stub, stop QEMU.
     The UART goes to <out>/logs/counters.log (through the one pump, seedfw.run.uart)."""
-    from ..counters.base import RspReader
+    from .base import RspReader
     from ..flash.qemu_probe.rsp import RspClient
     from ..run import qemu
     from ..run.bench import free_port
-    from ..run.uart import Uart
+    from ..run.target import Target
 
     log = outdir / "logs" / "counters.log"
     for _ in range(3):              # free_port() can race with another program taking the port
         port = free_port()
-        proc = qemu.start(qemu.command(b, outdir, "firmware", gdb=port, extra=["-no-shutdown"]), b)
-        uart = Uart(proc, log)
+        cmd = qemu.command(b, outdir, "firmware", gdb=port, extra=["-no-shutdown"])
         values = exited = None
-        try:
-            if uart.wait_line(r"^stats:", timeout) is not None:
+        with Target(cmd, b, log) as target:         # never leave QEMU behind, whatever happens
+            if target.wait_line(r"^stats:", timeout) is not None:
                 rsp = RspClient("127.0.0.1", port)      # connecting pauses the guest if it still runs
                 try:
                     # By now the guest is usually in TF-A's SYSTEM_OFF at EL3, whose MMU does not map
@@ -103,18 +102,13 @@ def _stats_counters_qemu(b, source, outdir: Path, timeout: float = 30.0):
                     values = source.sample(RspReader(rsp))
                 finally:
                     rsp.close()
-            elif uart.ended:                # the UART ended: QEMU exited (reap it for its status)
-                exited = proc.wait(5)
-        finally:
-            uart.stopping()
-            qemu.stop(proc)         # never leave QEMU behind, whatever happened above
-            uart.close()
-            proc.stdout.close()
+            elif target.ended:              # the UART ended: QEMU exited (reap it for its status)
+                exited = target.reap(5)
         if values is not None:
             return values
         if exited is None:
             raise SeedfwError(f"no 'stats:' line on the UART within {timeout:g} s", log)
-        if not any("Address already in use" in line for line in uart.lines):
+        if not any("Address already in use" in line for line in target.lines):
             raise SeedfwError(f"QEMU exited (status {exited}) before the firmware printed its 'stats:' "
                               "line", log)
     raise SeedfwError("QEMU could not open its GDB stub on a free loopback port (3 tries)", log)

@@ -112,8 +112,8 @@ class FlashRunner:
 
 COMMANDS = frozenset({"flash", "verify", "reset", "erase"})
 # The `invoke flash` options every runner shares (seedfw.cli.flash); a runner's own `options`
-# must not reuse these names.
-COMMON_OPTIONS = ("board", "probe", "image", "output", "verify")
+# must not reuse these names. `place`: the labgrid place held for the command (seedfw.lab).
+COMMON_OPTIONS = ("board", "probe", "image", "output", "verify", "place")
 
 
 # e_machine numbers and the names used in messages (the ELF spec's)

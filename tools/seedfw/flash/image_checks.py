@@ -6,76 +6,42 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import util
 from ..errors import SeedfwError
 
 ARCH_MACHINE = {"armv7m": 40, "aarch64": 183}      # board.yaml arch -> ELF e_machine
 
 
-
-
-def _read_manifest(manifest: Path) -> dict:
-    return util.read_json(manifest, " (the build manifest)")
-
-
-def _artifacts(manifest: Path, data: dict) -> list[dict]:
-    artifacts = data.get("artifacts", [])
-    if not isinstance(artifacts, list) or not all(isinstance(a, dict) for a in artifacts):
-        raise SeedfwError("must be a list of objects", manifest, "artifacts")
-    return artifacts
-
-
 def find_image(board, image, output, backend: str | None = None) -> Path:
     """--image, or the board's flashable artifact listed in <out>/manifest.json (the build's)."""
+    from ..manifest import Manifest
     from ..paths import output_dir
 
     if image:
         return Path(image)
-    out = output_dir(board.name, output)
-    manifest = out / "manifest.json"
-    if not manifest.is_file():
-        raise SeedfwError("no --image given and no build output here (run the build first)", manifest)
-    # What each backend programs is declared by the package that built it (BootArtifact.flash),
+    manifest = Manifest.load(output_dir(board.name, output),
+                             "no --image given and no build output here (run the build first)")
+    # What each backend programs is declared by the package that built it (Output.flash),
     # listed in order under the manifest's "flash"; the first one present wins.
-    data = _read_manifest(manifest)
-    _artifacts(manifest, data)
-    declared = data.get("flash") or {}
-    if not isinstance(declared, dict):
-        raise SeedfwError("must be an object {backend: [paths]}", manifest, "flash")
-    for path in declared.get(backend or board.flash_backend) or ():
-        if (out / path).is_file():
-            return out / path
+    for path in manifest.flash_default(backend or board.flash_backend):
+        if path.is_file():
+            return path
     raise SeedfwError(f"the build declares no image for flash backend "
-                      f"'{backend or board.flash_backend}'; pass --image", manifest, "flash")
+                      f"'{backend or board.flash_backend}'; pass --image", manifest.path, "flash")
 
 
 def default_loader(board, output) -> Path | None:
     """The loader the build declares (boot role "loader", e.g. the RK3588 maskrom loader), or
     None when the manifest has none; refused when it is a NON-FUNCTIONAL placeholder."""
+    from ..manifest import Manifest
     from ..paths import output_dir
 
-    out = output_dir(board.name, output)
-    manifest = out / "manifest.json"
-    if not manifest.is_file():
-        return None
-    data = _read_manifest(manifest)
-    for a in _artifacts(manifest, data):
-        if (a.get("declared") or {}).get("role") == "loader":
-            if a.get("functional") is False:
-                raise SeedfwError("NON-FUNCTIONAL loader, refusing to use it: "
-                                  f"{(data.get('non_functional') or {}).get(a.get('name'), '')}",
-                                  out / str(a.get("path")), "--loader")
-            return out / str(a.get("path"))
-    return None
-
-
-def _manifest_for(image: Path) -> Path | None:
-    """The build manifest.json beside the image or in a parent (the image may sit in a sub-folder
-    of the output directory); None for a loose image."""
-    for folder in list(image.resolve().parents)[:3]:
-        candidate = folder / "manifest.json"
-        if candidate.is_file():
-            return candidate
+    manifest = Manifest.find(output_dir(board.name, output))
+    for a in manifest.by_role("loader") if manifest is not None else ():
+        if not a.functional:
+            raise SeedfwError("NON-FUNCTIONAL loader, refusing to use it: "
+                              f"{manifest.non_functional.get(a.name, '')}", manifest.file(a),
+                              "--loader")
+        return manifest.file(a)
     return None
 
 
@@ -84,34 +50,28 @@ def check_image_board(board, image: Path) -> None:
     board), changed since the build (size and sha256 against the manifest entry), or an ELF that
     is truncated or for another architecture."""
     from .. import util
-    from ..flash.base import ELF_SUFFIXES, EM_NAMES, check_elf_image
+    from .base import ELF_SUFFIXES, EM_NAMES, check_elf_image
+    from ..manifest import Manifest
 
     size = image.stat().st_size
-    manifest = _manifest_for(image)
-    if manifest is not None:
-        data = _read_manifest(manifest)
-        entry = next((a for a in _artifacts(manifest, data)
-                      if isinstance(a, dict) and Path(manifest.parent, str(a.get("path"))).resolve()
-                      == image.resolve()), None)
-        if entry is not None and entry.get("functional") is False:
-            why = (data.get("non_functional") or {}).get(image.name, "a placeholder")
-            raise SeedfwError(f"NON-FUNCTIONAL image, refusing to flash it: {why}", image)
+    manifest = Manifest.beside(image)
+    entry = manifest.by_path(image) if manifest is not None else None
+    if entry is not None and not entry.functional:
+        why = manifest.non_functional.get(image.name, "a placeholder")
+        raise SeedfwError(f"NON-FUNCTIONAL image, refusing to flash it: {why}", image)
     if size == 0:
         raise SeedfwError("empty image (0 bytes): nothing to program", image)
     if manifest is not None:
-        built_for = data.get("board")
-        if built_for and built_for != board.name:
-            raise SeedfwError(f"image was built for board '{built_for}', not '{board.name}'", manifest, "board")
-        for entry in _artifacts(manifest, data):
-            listed = entry.get("path")
-            if not isinstance(listed, str) or (manifest.parent / listed).resolve() != image.resolve():
-                continue
-            if isinstance(entry.get("size"), int) and entry["size"] != size:
-                raise SeedfwError(f"{size} bytes, but the build's manifest.json lists {entry['size']} "
-                                  "(truncated or changed since the build)", image, "size")
-            if isinstance(entry.get("sha256"), str) and util.sha256_file(image) != entry["sha256"]:
-                raise SeedfwError("sha256 differs from the build's manifest.json (changed since the "
-                                  "build)", image, "sha256")
+        if manifest.board and manifest.board != board.name:
+            raise SeedfwError(f"image was built for board '{manifest.board}', not '{board.name}'",
+                              manifest.path, "board")
+        if entry is not None and entry.size is not None and entry.size != size:
+            raise SeedfwError(f"{size} bytes, but the build's manifest.json lists {entry.size} "
+                              "(truncated or changed since the build)", image, "size")
+        if entry is not None and entry.sha256 is not None \
+                and util.sha256_file(image) != entry.sha256:
+            raise SeedfwError("sha256 differs from the build's manifest.json (changed since the "
+                              "build)", image, "sha256")
     with open(image, "rb") as f:  # door: 4 bytes of a file checked by check_image
         head = f.read(4)
     if head == b"\x7fELF" or image.suffix.lower() in ELF_SUFFIXES:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SeedfwError
-from ..images.reading import plain
+from ..reading import plain
 
 SMALL = 1 << 20                      # a sysfs attribute or /proc/swaps; mountinfo may be larger
 MOUNTINFO_CAP = 16 << 20

@@ -16,7 +16,6 @@ first differing byte on a mismatch. <out>/qemu/<drive>.json records what was pro
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from pathlib import Path
 
@@ -30,25 +29,15 @@ ERASED = 0xFF
 
 def _manifest_load(board, outdir: Path, image: Path) -> tuple[str, str]:
     """(declared name, QEMU load kind) of `image` per the build's manifest."""
-    manifest = outdir / "manifest.json"
-    if not manifest.is_file():
-        raise SeedfwError("no build output here: the manifest says which drive an image goes to "
-                          "(run the build first)", manifest)
-    data = util.read_json(manifest, " (the build manifest)")
-    real = os.path.realpath(image)
-    artifacts = data.get("artifacts")
-    if not isinstance(artifacts, list):
-        raise SeedfwError("must be a list of objects", manifest, "artifacts")
-    entries = [a for a in artifacts if isinstance(a, dict) and isinstance(a.get("path"), str)
-               and isinstance(a.get("name"), str)]
-    match = next((a for a in entries if os.path.realpath(outdir / a.get("path", "")) == real), None)
-    if match is None:       # an --image outside <out>: the same file name
-        match = next((a for a in entries if a.get("name") == image.name), None)
-    load = ((match or {}).get("declared") or {}).get("qemu") or {}
-    if not isinstance(load, dict) or not isinstance(load.get("load"), str):
+    from ..manifest import Manifest
+    manifest = Manifest.load(outdir, "no build output here: the manifest says which drive an "
+                                     "image goes to (run the build first)")
+    # an --image outside <out>: the same file name
+    match = manifest.by_path(image) or manifest.by_name(image.name)
+    if match is None or match.qemu is None:
         raise SeedfwError(f"the build declares no QEMU load for {image.name}, so no drive of "
                           f"board '{board.name}' holds it", image, "--image")
-    return match["name"], load["load"]
+    return match.name, match.qemu.load
 
 
 class QemuDriveRunner(FlashRunner):

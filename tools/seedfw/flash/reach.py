@@ -13,15 +13,16 @@ from ..errors import SeedfwError
 def reach_probe(board, probe, bench_path, uart_log=None):
     """Yield (probe uid, pyOCD target or None, QemuGdbTarget or None) for a board: --probe wins,
     else the bench entry for the board; `qemu:auto` starts QEMU on loopback for the duration."""
-    from .. import bench as benchmod
+    from ..lab import inventory as benchmod
     from ..run.bench import QemuGdbTarget
 
     entry = None
     if not probe:
-        if not (bench_path or paths.env_path("SEEDFW_BENCH")):
-            raise SeedfwError(f"no --probe and no bench file for board '{board.name}'", None, "--probe")
-        entries = benchmod.load(bench_path)
+        entries = benchmod.load(bench_path)         # no file: the board data's places
         entry = benchmod.entry_for_board(entries, board.name)
+        if entry is None and not (bench_path or paths.env_path("SEEDFW_BENCH")):
+            raise SeedfwError(f"no --probe, no bench file and no QEMU probe place for board "
+                              f"'{board.name}'", None, "--probe")
         if entry is None:
             raise SeedfwError(f"no bench entry for board '{board.name}'", benchmod.bench_file(bench_path), "boards")
         probe = entry.probe

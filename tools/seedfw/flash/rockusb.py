@@ -1,9 +1,11 @@
 """`rockusb` runner: RK3588 storage through the maskrom USB protocol, driven by `rkdeveloptool`.
 
 Options: loader (the maskrom loader for `db`; default: the one the build declares, role
-"loader"), sector (where the image goes; default from the image itself: a GPT disk image at 0,
-an RKNS boot image — u-boot-rockchip.bin — at 64, a FIT at the firmware partition, 32768). Probe id: unused (rkdeveloptool talks to the
-first maskrom device). Capabilities: flash, verify, reset.
+"loader"), sector (where the image goes; default: the offset the build's manifest places it at
+(`placement.offset`, seedfw.manifest), checked against the image's magic bytes; for a loose
+image or a manifest without placements, from the bytes alone: a GPT disk image at 0, an RKNS
+boot image — u-boot-rockchip.bin — at 64, a FIT at the firmware partition, 32768). Probe id:
+unused (rkdeveloptool talks to the first maskrom device). Capabilities: flash, verify, reset.
 
 Sequence: `db <loader>` (the boot ROM runs the DDR init and the USB plug, so storage answers),
 `wl <sector> <file>` — for an image with a .bmap beside it only the mapped ranges, each from a
@@ -29,20 +31,92 @@ SECTOR = 512
 NO_DEVICE_MARKERS = ("not found any devices", "did not find any rockusb device", "Creating Comm Object failed")
 
 
-def default_sector(image: Path) -> int:
-    """Where an image belongs on the card (seedfw.parts.disk's layout): a GPT disk image at
-    sector 0, an RKNS idblock image (u-boot-rockchip.bin) at 64, a FIT (our firmware FIT) at the
-    start of the firmware partition."""
-    from ..parts import disk
-    with open(image, "rb") as f:  # door: 1 KiB head of the image to flash
-        head = f.read(1024)
+# What each kind of image is, by its first bytes, and the one sector it belongs at on eMMC/SD
+# (the boot ROM's fixed sectors; every other place comes from board.yaml image.partitions through the manifest).
+KINDS = {"gpt": ("a GPT disk image", 0), "rkns": ("an RKNS idblock image", 64),
+         "fit": ("a FIT", None)}
+
+
+def _kind(image: Path) -> str | None:
+    from .. import reading
+    head = reading.head(image, 1024)
     if head[512:520] == b"EFI PART":
-        return 0
+        return "gpt"
     if head[:4] == b"RKNS":
-        return 64
+        return "rkns"
     if head[:4] == b"\xd0\x0d\xfe\xed":
-        return disk.FIRMWARE_OFFSET // SECTOR
+        return "fit"
+    return None
+
+
+def default_sector(image: Path, board=None) -> int:
+    """Where an image belongs on the card when the build does not place it (a loose image, or a
+    manifest written before placements): by its magic bytes, a GPT disk image at sector 0, an
+    RKNS idblock image (u-boot-rockchip.bin) at 64; a FIT only where a manifest places it."""
+    kind = _kind(image)
+    if kind == "fit":
+        # A FIT's place is the board's partition table (board.yaml image.partitions), which the
+        # manifest's placement carries; without one, the board's "firmware" partition (the one
+        # that holds the firmware FIT) when board.yaml places it at a fixed offset.
+        entry = next((e for e in (board.partitions if board else ())
+                      if e["name"] == "firmware" and e.get("offset") is not None), None)
+        if entry is None:
+            raise SeedfwError("a FIT that no build manifest places: give --sector (the start "
+                              "sector of the partition it belongs in)", image)
+        return int(entry["offset"]) // SECTOR
+    if kind is not None:
+        return KINDS[kind][1]
     raise SeedfwError("not a GPT disk image, an RKNS boot image or a FIT: give --sector", image)
+
+
+def placed_sector(image: Path) -> int | None:
+    """The sector the build's manifest places the image at (placement.offset), checked against
+    its bytes: a GPT disk image placed anywhere but sector 0, or an idblock image anywhere but
+    64, is one error line (the manifest and the file disagree: flashing would brick the card).
+    None when the image is not in a manifest or its entry has no offset."""
+    from ..manifest import Manifest
+    manifest = Manifest.beside(image)
+    entry = manifest.by_path(image) if manifest is not None else None
+    if entry is None or entry.placement.offset is None:
+        return None
+    offset = entry.placement.offset
+    where = f"{entry.where}.placement.offset"
+    if offset % SECTOR:
+        raise SeedfwError(f"offset {offset} is not a whole {SECTOR}-byte sector", manifest.path,
+                          where)
+    kind = _kind(image)
+    if kind is not None and KINDS[kind][1] is not None and offset != KINDS[kind][1] * SECTOR:
+        what, sector = KINDS[kind]
+        raise SeedfwError(f"the build places {image.name} at byte {offset} (sector "
+                          f"{offset // SECTOR}), but it is {what}, which belongs at sector "
+                          f"{sector}", manifest.path, where)
+    return offset // SECTOR
+
+
+# Placement storages rockusb cannot write (seedfw.manifest.Placement.storage, as the parts name
+# them): rkdeveloptool's `wl` writes the medium the maskrom loader opened, the eMMC or SD card
+# (board.yaml boot.storage "sd-emmc"; "mmc" in older manifests). It has no storage switch and
+# this runner sends none, so an image placed elsewhere would land on the eMMC instead.
+NOT_WRITTEN = {"spi-nor": "SPI NOR", "usb": "USB (sent to the boot ROM, never stored)",
+               "pflash": "parallel flash"}
+
+
+def check_storage(image: Path) -> None:
+    """Refuse an image the build's manifest places on a medium rockusb cannot write. The case
+    that matters: u-boot-rockchip-spi.bin (placement spi-nor, offset 0) would be written at
+    sector 0 of the eMMC, over its GPT, and verify "ok" (the read-back reads the same eMMC).
+    Loose images (no manifest entry, or no storage in it) are judged by their bytes instead
+    (default_sector)."""
+    from ..manifest import Manifest
+    manifest = Manifest.beside(image)
+    entry = manifest.by_path(image) if manifest is not None else None
+    storage = entry.placement.storage if entry is not None else None
+    if storage not in NOT_WRITTEN:
+        return
+    raise SeedfwError(f"the build places {image.name} on {NOT_WRITTEN[storage]}, but rockusb "
+                      "writes the eMMC/SD medium the maskrom loader opens (it cannot select "
+                      f"{storage}); nothing written (docs/bringup-rock5b.md: SPI NOR)",
+                      manifest.path, f"{entry.where}.placement.storage")
 
 
 class RockusbRunner(FlashRunner):
@@ -76,10 +150,19 @@ class RockusbRunner(FlashRunner):
         """The rkdeveloptool command lines of a whole-image write, in order (no verify)."""
         if self.loader is None:
             raise SeedfwError("rockusb needs the maskrom loader (rk3588 *_spl_loader_*.bin)", None, "--loader")
-        sector = self.sector if self.sector is not None else default_sector(image)
+        sector = self.sector_for(image)
         return [[self.tool, "db", str(self.loader)],
                 [self.tool, "wl", str(sector), str(image)],
                 [self.tool, "rd"]]
+
+    def sector_for(self, image: Path) -> int:
+        """--sector, else the build's placement of the image, else its magic bytes' guess; an
+        image the build places on another storage is refused first, --sector or not."""
+        check_storage(image)
+        if self.sector is not None:
+            return self.sector
+        placed = placed_sector(image)
+        return placed if placed is not None else default_sector(image, self.board)
 
     def _run(self, cmd: list) -> str:
         cmd = [str(c) for c in cmd]
@@ -112,7 +195,7 @@ class RockusbRunner(FlashRunner):
             raise SeedfwError("rockusb needs the maskrom loader (rk3588 *_spl_loader_*.bin)", None, "--loader")
         if not self.loader.is_file():
             raise SeedfwError("loader file not found", self.loader, "--loader")
-        base = self.sector if self.sector is not None else default_sector(image)
+        base = self.sector_for(image)
         start = time.monotonic()
         ranges = self.ranges(image)
         result = FlashResult(image=image, backend=self.name)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from .. import dvfs_hints, models
+from ..dvfs import hints as dvfs_hints
+from .. import models
 from ..paths import ROOT
 from ..util import write_json
 from . import fit, package
@@ -80,8 +81,8 @@ def build_images(config_values: dict, board, images_dir: str | Path,
                     "pubkey_dtb": images_dir / f"{board.name}-pubkey.dtb",
                     "required": bool(config_values.get("IMAGE_SIGN_REQUIRED", True))}
         fit_path = images_dir / f"{board.name}.itb"
-        fit.build(entries, fit_path, description=f"seedfw {board.name}", partition_size=limit,
-                  log=log, **sign)
+        fit.build(entries + package_image(board, pkg_path), fit_path,
+                  description=f"seedfw {board.name}", partition_size=limit, log=log, **sign)
         written.append(fit_path)
         if sign:
             written.append(sign["pubkey_dtb"])
@@ -97,3 +98,15 @@ def build_images(config_values: dict, board, images_dir: str | Path,
     })
     written.append(manifest)
     return written
+
+
+def package_image(board, pkg_path: Path) -> list[Entry]:
+    """The boot package as one more FIT image ("package", loaded at the board's boot-package
+    region), for boards whose FIT "firmware" carries role boot-package (board.yaml image.fits)
+    and that have the region: U-Boot verifies the FIT and copies this image there
+    (seedfw.parts.fit_verify), so the OS agent checks the bytes U-Boot verified."""
+    address = package_address(board)
+    if address is None or "boot-package" not in board.fit_roles("firmware"):
+        return []
+    return [FirmwareEntry("package", pkg_path.read_bytes(), arch=ARCH[board.arch],  # door: written above
+                          load=address)]

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SeedfwError
-from . import gpt, idblock, reading
-from .reading import View
+from . import gpt, idblock
+from .. import reading
+from ..reading import View
 
 FDT_MAGIC = b"\xd0\x0d\xfe\xed"
 EXT4_MAGIC_AT = 1024 + 56
@@ -27,17 +28,11 @@ def recognises(blob) -> bool:
 
 def placeholder_reason(path: Path) -> str | None:
     """Why the build's manifest marks this file NON-FUNCTIONAL, or None. The manifest is read
-    as hostile input too (size and depth limits); one that is not an object is an error."""
-    for folder in list(Path(path).resolve().parents)[:3]:
-        manifest = folder / "manifest.json"
-        if manifest.is_file():
-            doc = reading.loads_json(reading.read_bytes(manifest, "json"), manifest)
-            if not isinstance(doc, dict) or not isinstance(doc.get("non_functional") or {}, dict):
-                raise SeedfwError("must be a JSON object with an object 'non_functional'",
-                                  manifest)
-            why = (doc.get("non_functional") or {}).get(Path(path).name)
-            return str(why) if why else None
-    return None
+    as hostile input too (seedfw.manifest: size and depth limits, the schema)."""
+    from ..manifest import Manifest
+    manifest = Manifest.beside(path)
+    why = manifest.non_functional.get(Path(path).name) if manifest is not None else None
+    return str(why) if why else None
 
 
 def inspect(path: Path, blob, report_cls, row_cls, fit_reader, keys=None, budget=None):

@@ -188,6 +188,6 @@ class ModelEntry(Entry):
 
 
 def read(path: str | Path) -> bytes:
-    """An input file's bytes: regular files only, size-capped (images.reading)."""
-    from .reading import read_bytes
+    """An input file's bytes: regular files only, size-capped (seedfw.reading)."""
+    from ..reading import read_bytes
     return read_bytes(path, "image")

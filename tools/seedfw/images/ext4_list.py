@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import SeedfwError
-from . import reading
-from .reading import View
+from .. import reading
+from ..reading import View
 
 MAX_DEPTH = 3
 MAX_ENTRIES = 100

@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ..errors import SeedfwError
-from .reading import CAPS, View, strict_utf8
+from ..reading import CAPS, View, strict_utf8
 
 MAGIC = 0xD00DFEED
 LAZY = 1 << 20           # property values above this (of a mapped file) are reading.Views

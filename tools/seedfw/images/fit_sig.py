@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import SeedfwError
 from . import fdt
-from .reading import CAPS
+from ..reading import CAPS
 
 # DER prefix of DigestInfo for SHA-256 (RFC 8017, section 9.2, note 1).
 SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")

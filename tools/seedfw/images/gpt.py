@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..errors import SeedfwError
-from .reading import CAPS, View
+from ..reading import CAPS, View
 
 SECTOR = 512
 SIGNATURE = b"EFI PART"

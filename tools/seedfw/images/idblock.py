@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..errors import SeedfwError
 from . import fdt
-from .reading import CAPS, View
+from ..reading import CAPS, View
 
 MAGIC = b"RKNS"
 SECTOR = 512

@@ -1,6 +1,9 @@
-"""Read a FIT or a boot package back, verify every hash, describe every entry.
+"""Read an image back, verify every hash, describe every entry.
 
-The format is recognised by its magic (FDT 0xd00dfeed → FIT, "SPKG" → boot package). FIT images
+The format is recognised by its magic (FDT 0xd00dfeed → FIT, "SPKG" → boot package); what is
+neither goes to seedfw.update.inspect (U-Boot env images, RAUC bundles) or
+seedfw.images.boot_inspect (RKNS idblock images such as u-boot-rockchip.bin and its -spi variant,
+GPT disk images, maskrom loaders). FIT images
 are parsed with our own FDT reader (fdt.py) so the hashes are recomputed from the bytes, not taken
 from a tool's printout. Configuration signatures are verified (fit_sig.py) when a public-key DTB
 is given (what `mkimage -K` wrote); without one they are only reported.
@@ -15,7 +18,8 @@ from pathlib import Path
 
 from .. import dvfs, models
 from ..errors import SeedfwError
-from . import fdt, fit_sig, package, reading
+from . import fdt, fit_sig, package
+from .. import reading
 from .entries import F_ENCRYPTED, F_LZ4, MODEL_SUBTYPES, T_DVFS, T_MODEL
 
 HASH_ALGOS = {"sha256": hashlib.sha256, "sha1": hashlib.sha1, "md5": hashlib.md5}
@@ -125,7 +129,7 @@ def inspect(path: str | Path, pubkey: str | Path | None = None, find_key: bool =
         raise
     except DECODE_ERRORS as exc:
         # A backstop: every reader checks its ranges (reading.View), and the fuzz campaigns
-        # (seedfw.pyfuzz) found none of these; should one remain, it is still one line.
+        # (seedfw.fuzz.pyfuzz) found none of these; should one remain, it is still one line.
         raise SeedfwError(f"damaged image: {type(exc).__name__}: {exc}", path) from None
     except MemoryError:
         raise SeedfwError("damaged image: a structure asked for more memory than there is",
@@ -135,6 +139,10 @@ def inspect(path: str | Path, pubkey: str | Path | None = None, find_key: bool =
 def _inspect(path, buf, pubkey, find_key, keys) -> Report:
     view = reading.View(buf, source=path, what="image")
     magic = view.peek(0, 4)
+    from ..update import inspect as update_inspect      # env images, RAUC bundles (issue 29)
+    kind = update_inspect.recognises(view, path) if magic not in (FDT_MAGIC, b"SPKG") else None
+    if kind:
+        return update_inspect.inspect(path, view, kind, pubkey, Report, Row)
     found_key = None
     if pubkey is None and keys is None and find_key and magic == FDT_MAGIC:
         pubkey = found_key = find_pubkey(path)
@@ -159,9 +167,12 @@ def _inspect(path, buf, pubkey, find_key, keys) -> Report:
         return report
     from . import boot_inspect          # RKNS boot images, GPT disk images, maskrom loaders
     if boot_inspect.recognises(view) or boot_inspect.placeholder_reason(path):
-        return boot_inspect.inspect(path, view, Report, Row,
-                                    lambda p, v: _inspect_fit(p, v, keys, budget),
-                                    keys=keys, budget=budget)
+        report = boot_inspect.inspect(path, view, Report, Row,
+                                      lambda p, v: _inspect_fit(p, v, keys, budget),
+                                      keys=keys, budget=budget)
+        if report.format == "gpt disk image":
+            update_inspect.disk_rows(report, Row, view)
+        return report
     raise SeedfwError(f"not a FIT image or seedfw boot package (magic {magic.hex()})", path,
                       "offset 0x0")
 
@@ -210,9 +221,9 @@ def _model_details(model_type: str, stored, lz4: bool, expected_size: int,
 
 
 def _rknn_detail(path: Path, node, data: bytes) -> str:
-    """A compiled model's own header and JSON (seedfw.rknn.rknn_file); a model for another NPU
+    """A compiled model's own header and JSON (seedfw.models.rknn.rknn_file); a model for another NPU
     than the image declares (seedfw,npu-target), or a damaged one, is refused in one line."""
-    from ..rknn import rknn_file
+    from ..models.rknn import rknn_file
     target = node.str("seedfw,npu-target")
     try:
         f = rknn_file.read(data, path)

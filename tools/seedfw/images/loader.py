@@ -5,7 +5,7 @@ rk3588_spl_loader_v1.18.113.bin) and images/loader.json (each entry, its sha256,
 Kconfig: UBOOT, LOADER_RECIPE (the recipe: the pinned rkbin file's name, default
 RK3588MINIALL.ini on rk3588, or a path to a local .ini; empty: no loader),
 UBOOT_ALLOW_MISSING_BLOBS. Inputs: the recipe and the pinned rkbin blobs it names
-(seedfw.parts.rkbin); SOURCE_DATE_EPOCH (the header's release time).
+(seedfw.sources.rkbin); SOURCE_DATE_EPOCH (the header's release time).
 
 Why we write it ourselves: Rockchip's boot_merger is a binary-only x86 tool. The bytes are what
 boot_merger 1.35 writes for the same recipe except the release time (0x0e..0x14) and so the CRC
@@ -23,14 +23,15 @@ from typing import NamedTuple
 
 from .. import util
 from ..errors import SeedfwError
-from . import idblock, ldr_recipe, reading
+from . import idblock, ldr_recipe
+from .. import reading
 from .ldr_format import DATA_ALIGN, Loader, LoaderEntry, decode, encode, head_coverage
 
 VERSION = "4"
 
 
 def _rkbin():
-    from ..parts import rkbin        # the pins (a codec module: imported when a loader is read)
+    from ..sources import rkbin        # the pins (a codec module: imported when a loader is read)
     return rkbin
 
 

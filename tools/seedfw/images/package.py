@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import SeedfwError
 from ..util import write_bytes
 from .entries import T_DVFS, TYPE_NAMES, Entry
-from .reading import CAPS, View
+from ..reading import CAPS, View
 
 MAGIC = 0x474B5053
 VERSION = 1

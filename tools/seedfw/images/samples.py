@@ -1,5 +1,5 @@
 """Small, real images of every kind `invoke inspect` reads, made by the library itself: the seeds
-of the Python fuzz campaigns (seedfw.pyfuzz), the originals the hostile-input corpus and the
+of the Python fuzz campaigns (seedfw.fuzz.pyfuzz), the originals the hostile-input corpus and the
 bit-flip sweep mutate (tests/test_hostile_inputs.py, tests/test_bitflip.py), the bench's inputs.
 
 Why not full builds: a qemu/rk3588 build takes minutes; these take well under a second each and

@@ -6,7 +6,6 @@ module turns it into steps with stamps, so a no-op build runs no Buildroot step 
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
@@ -14,8 +13,8 @@ from pathlib import Path
 from .. import plan, sources, util
 from ..buildroot import VERSION, external, hosttar, make, mirror, toolchain, tree
 from ..errors import SeedfwError
-from ..paths import FIRMWARE_DIR
-from .base import BootArtifact, BuildContext, Part
+from ..paths import FIRMWARE_DIR, ROOT
+from .base import BuildContext, Output, Part
 
 AGENT_DIR = FIRMWARE_DIR / "agent"
 
@@ -74,24 +73,66 @@ class BuildrootPart(Part):
         for ov in mirror.OVERRIDES:
             got = sources.fetch(ov.source(), progress=lambda m: None)[ov.file.name]
             shutil.copyfile(got, d / ov.file.name)
-        return (buildroot_components(dest / "buildroot"),
-                {"vendor": "Buildroot", "name": "legal-info", "version": VERSION})
+        # seedfw.sbom.legal cross-checks these manifests against the SBOM's components.
 
     def sbom(self, ctx):
-        from ..buildroot import toolchain
+        """Every package of Buildroot's `make show-info` (target: in the image; host: builds it;
+        seedfw.sbom.buildroot_info), Buildroot itself and the relocated Debian cross toolchain
+        (build scope), and the C library/compiler runtime it copies into the rootfs."""
+        from ..buildroot import sbom as buildroot_info
+        from ..sbom import model
+        packages = buildroot_info.show_info(ctx, self.output(ctx))
+        got = sources.fetch(tree.source(), progress=lambda m: None)
+        tarball = got[tree.TARBALL.name]
+        comps, notes = buildroot_info.components(packages, tarball)
         vers = toolchain.versions()
-        return [{"type": "library", "name": "debian-cross-toolchain-runtime",
-                 "version": vers["libc6-arm64-cross"],
-                 "licenses": [{"license": {"name": "LGPL-2.1-or-later (glibc), GPL-3.0-or-later "
-                                                   "WITH GCC-exception-3.1 (libgcc, libstdc++)"}}],
-                 "properties": [{"name": "seedfw:note", "value": "C library and compiler runtime "
-                                 "Buildroot copied into the rootfs from the relocated Debian cross "
-                                 "toolchain; sources: Debian's glibc and gcc-12 source packages"}]
-                 + [{"name": f"debian:{k}", "value": val} for k, val in sorted(vers.items())],
-                 "files": []}]
+        gcc = vers[f"gcc-{toolchain.GCC_MAJOR}-{toolchain.TUPLE}"]
+        tdir = toolchain.toolchain_dir(vers)
+        # Installed Debian packages have no archive here: the files themselves are hashed (the
+        # compiler that ran, the C library Buildroot copied into the rootfs).
+        gcc_bin = tdir / "bin" / f"{toolchain.TUPLE}-gcc-{toolchain.GCC_MAJOR}"
+        libc_so = tdir / toolchain.TUPLE / "lib" / "libc.so.6"
+        libc = vers["libc6-arm64-cross"]
+        comps += [
+            self.component("buildroot", VERSION, "GPL-2.0-or-later", [tarball], "application",
+                           ref="tool:buildroot", scope="build", supplier="Buildroot",
+                           cpe=f"cpe:2.3:a:buildroot:buildroot:{VERSION}:*:*:*:*:*:*:*",
+                           properties={"buildroot:commit": tree.COMMIT},
+                           note="the build system that built the rootfs"),
+            self.component(f"gcc-{toolchain.GCC_MAJOR}-{toolchain.TUPLE}", gcc,
+                           "GPL-3.0-or-later WITH GCC-exception-3.1", [], "application",
+                           ref="tool:buildroot-toolchain", scope="build", supplier="Debian",
+                           purl=model.purl("deb", f"gcc-{toolchain.GCC_MAJOR}-{toolchain.TUPLE}",
+                                           gcc, namespace="debian"),
+                           cpe=model.cpe23("gcc", gcc.split("-")[0]),
+                           properties={f"debian:{k}": v for k, v in sorted(vers.items())},
+                           hashes=model.file_hashes(gcc_bin) if gcc_bin.is_file() else {},
+                           filename=gcc_bin.name,
+                           note="Debian's cross toolchain, relocated for Buildroot's external "
+                                "toolchain"),
+            self.component("glibc", libc.split("-")[0], "LGPL-2.1-or-later", [], "library",
+                           ref="buildroot:toolchain-runtime", supplier="Debian",
+                           purl=model.purl("deb", "libc6-arm64-cross", libc, namespace="debian"),
+                           cpe=model.cpe23("glibc", libc.split("-")[0]),
+                           depends=["tool:buildroot-toolchain"],
+                           hashes=model.file_hashes(libc_so) if libc_so.is_file() else {},
+                           filename=libc_so.name,
+                           note="C library and compiler runtime Buildroot copied into the rootfs "
+                                "from the relocated Debian cross toolchain (sources: Debian's "
+                                "glibc and gcc-12 source packages)")]
+        for c in comps:
+            if c.name == "seedfw-agent":
+                c.hashes = model.tree_hashes(FIRMWARE_DIR / "agent")
+                c.filename = "seedfw-agent (firmware/agent)"
+        if notes:
+            comps[0].properties["seedfw:sbom-note"] = "; ".join(notes)
+        return comps
 
-    def enabled(self, values):
-        return bool(values.get("BUILDROOT"))
+    provides = ("rootfs-cpio", "initrd", "buildroot-info")
+    when = "BUILDROOT=y"
+
+    def enabled(self, ctx):
+        return bool(ctx.values.get("BUILDROOT"))
 
     @staticmethod
     def output(ctx: BuildContext) -> Path:
@@ -108,15 +149,16 @@ class BuildrootPart(Part):
             names.append("rootfs.cpio")
         return names
 
-    def artifacts(self, ctx):
-        return [ctx.images / n for n in self.rootfs_names(ctx) + ["buildroot.json"]]
-
-    def boot_artifacts(self, ctx):
+    def outputs(self, ctx):
         # The initramfs reaches the board inside the OS FIT or the boot partition (declared by
         # the stage that puts it there, which overrides this); QEMU's direct OS boot loads it.
-        return [BootArtifact(n, "initramfs", "Linux (from U-Boot, or QEMU -initrd)",
-                             "inside the OS image", at_boot=False, qemu="initrd",
-                             qemu_modes=("os",)) for n in self.rootfs_names(ctx)]
+        # It is the "initrd" unless the ext4 root's small initramfs is (OS_ROOT_EXT4).
+        initrd = () if ctx.values.get("OS_ROOT_EXT4") else ("initrd",)
+        return [Output(ctx.images / n, "buildroot.build", ("rootfs-cpio",) + initrd,
+                       kind="initramfs", read_by="Linux (from U-Boot, or QEMU -initrd)",
+                       location="inside the OS image", at_boot=False, qemu="initrd",
+                       qemu_modes=("os",)) for n in self.rootfs_names(ctx)] + \
+            [Output(ctx.images / "buildroot.json", "buildroot.build", ("buildroot-info",))]
 
     def steps(self, ctx):
         say = lambda m: ctx.progress(f"  buildroot: {m}")      # noqa: E731
@@ -125,8 +167,16 @@ class BuildrootPart(Part):
         ext_files = lambda: external.files(ctx.config, toolchain.toolchain_dir(), ext)  # noqa
 
         def build_inputs():
-            return {"external": ext_files(), "agent": self.source_hashes(AGENT_DIR),
-                    "jobs": ctx.make_jobs, "rootfs": self.rootfs_names(ctx)}
+            # The generated files name the checkout (the agent's SITE) and the user's caches by
+            # absolute path: this key says "<tree>" and "~" instead, so a second checkout or a
+            # CI runner's clean clone restores Buildroot from the artifact store rather than
+            # compiling it again (the trees behind those paths are hashed on their own: "agent",
+            # the pinned toolchain and overrides named in the files). For the same reason the
+            # external tree is only ordered before this step (`after`), not a stamp dependency:
+            # its own stamp names the paths, since it must be written again when they move.
+            # The job count changes how fast, never what, Buildroot builds: not an input.
+            return {"external": {k: portable(v) for k, v in ext_files().items()},
+                    "agent": self.source_hashes(AGENT_DIR), "rootfs": self.rootfs_names(ctx)}
 
         return [
             plan.Step("buildroot.tree", lambda s: tree.ensure(s.log, say), package=self.name,
@@ -139,8 +189,8 @@ class BuildrootPart(Part):
                       inputs=lambda: {"packages": toolchain.versions(),
                                       "wrapper": toolchain.WRAPPER_VERSION},
                       outputs=(toolchain.toolchain_dir() / toolchain.MARK,)),
-            plan.Step("buildroot.mirror", lambda s: self.mirror(s, say), package=self.name,
-                      after=("buildroot.tree",), inputs=mirror.pins,
+            plan.Step("buildroot.mirror", lambda s: self.mirror(s, say, ctx), package=self.name,
+                      after=("buildroot.tree",), inputs=lambda: self.mirror_pins(ctx),
                       outputs=tuple([mirror.primary_dir() / o.br_name for o in mirror.ORIGS]
                                     + [o.srcdir() / mirror.MARK for o in mirror.OVERRIDES])),
             plan.Step("buildroot.external", lambda s: external.generate(
@@ -149,16 +199,27 @@ class BuildrootPart(Part):
                       # a tree (external.desc is its marker): generated, never restored
                       outputs=(ext / "external.desc",), cache=False),
             plan.Step("buildroot.build", lambda s: self.build(ctx, s, say), package=self.name,
-                      deps=("buildroot.external",),
-                      after=("buildroot.tree", "buildroot.hosttar", "buildroot.mirror"),
+                      after=("buildroot.tree", "buildroot.hosttar", "buildroot.mirror",
+                             "buildroot.external"),
                       inputs=build_inputs, version=self.BUILD_VERSION,
-                      outputs=tuple(self.artifacts(ctx))),
+                      ),
         ]
 
-    def mirror(self, step, say) -> None:
+    def mirror(self, step, say, ctx=None) -> None:
         root = tree.ensure(step.log, say)
         mirror.fill_primary(root, step.log, say)
         mirror.prepare_overrides(root, step.log, say)
+        if ctx is not None and ctx.values.get("UPDATE"):     # RAUC's sources (seedfw.update)
+            from ..buildroot import rauc as update_sources
+            update_sources.fill(root, step.log, say)
+
+    @staticmethod
+    def mirror_pins(ctx) -> dict:
+        pins = mirror.pins()
+        if ctx.values.get("UPDATE"):
+            from ..buildroot import rauc as update_sources
+            pins["update"] = update_sources.pins()
+        return pins
 
     # -- the Buildroot run -----------------------------------------------------------------------
 
@@ -171,9 +232,9 @@ class BuildrootPart(Part):
         out = self.output(ctx)
         ext = self.external_dir(ctx)
         env = {**make.environment(hosttar.bin_dir()), **make.ccache_environment(ctx, out)}
-        defconfig = (ext / "configs" / external.defconfig_name(ctx.board.name)).read_text()
+        defconfig = (ext / "configs" / external.defconfig_name(ctx.board.os_name)).read_text()
         incremental = self._prepare_output(out, defconfig, say)
-        make.run(root, out, [f"BR2_EXTERNAL={ext}", external.defconfig_name(ctx.board.name)],
+        make.run(root, out, [f"BR2_EXTERNAL={ext}", external.defconfig_name(ctx.board.os_name)],
                  step.log, say, env)
         self._check_stuck(ctx, out)
         # What the dir is configured for, recorded now: a failed build is retried incrementally.
@@ -202,6 +263,14 @@ class BuildrootPart(Part):
         for name, entry in info["rootfs"].items():
             say(f"{name}: {entry['size']:,} bytes, {entry.get('entries', '?')} entries")
         self.install(step, files, ctx.images)
+        # The SBOM's package list (show-info) is a product of this step, so it travels with the
+        # rootfs through the artifact store: a build that restores the rootfs has no Buildroot
+        # output to ask, and its SBOM must list the same packages as one that compiled it.
+        from ..buildroot import sbom as buildroot_info
+        buildroot_info.show_info(ctx, out)
+        kept = ctx.build_dir("buildroot-info") / buildroot_info.INFO
+        shutil.copyfile(ctx.build_dir("sbom") / buildroot_info.INFO, kept)
+        step.install({ctx.build_dir("sbom") / buildroot_info.INFO: kept})
 
     @staticmethod
     def _prepare_output(out: Path, defconfig: str, say) -> bool:
@@ -246,7 +315,7 @@ class BuildrootPart(Part):
                 entry["entries"] = cpio_entries(path)
             rootfs[name] = entry
         return {"version": VERSION, "commit": tree.COMMIT,
-                "defconfig": external.defconfig_name(ctx.board.name),
+                "defconfig": external.defconfig_name(ctx.board.os_name),
                 "fragment": external.fragment(ctx.config),
                 "toolchain": {"packages": toolchain.versions(), "tuple": toolchain.TUPLE},
                 "host_tar": hosttar.VERSION,
@@ -303,30 +372,7 @@ def describe_info(images: Path) -> dict | None:
         return None
 
 
-def buildroot_components(legal_dir: Path) -> list[dict]:
-    """Buildroot's manifests as components. legal-info reports the version Buildroot pins even
-    for a package built from an override dir, so those rows get the version actually built and
-    the override's file (seedfw.buildroot.mirror)."""
-    from .buildroot import mirror
-    overridden = {ov.package: ov for ov in mirror.OVERRIDES}
-    comps = []
-    for manifest, scope in (("manifest.csv", "required"), ("host-manifest.csv", "excluded")):
-        path = legal_dir / manifest
-        if not path.is_file():
-            raise SeedfwError("Buildroot's legal-info wrote no manifest", path)
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                c = {"type": "application" if scope == "required" else "library",
-                     "name": row["PACKAGE"], "version": row["VERSION"], "scope": scope,
-                     "licenses": [{"license": {"name": row["LICENSE"] or "unknown"}}],
-                     "properties": [{"name": "buildroot:source", "value": row["SOURCE ARCHIVE"]},
-                                    {"name": "buildroot:site", "value": row["SOURCE SITE"]}]}
-                ov = overridden.get(row["PACKAGE"]) if scope == "excluded" else None
-                if ov is not None:
-                    c["version"] = ov.version
-                    c["hashes"] = [{"alg": "SHA-256", "content": ov.file.sha256}]
-                    c["properties"].append({"name": "seedfw:override",
-                                            "value": f"{ov.file.name} ({ov.origin}); Buildroot "
-                                                     f"pins {ov.pinned}"})
-                comps.append(c)
-    return comps
+def portable(text: str) -> str:
+    """`text` with the checkout's and the home directory's absolute paths as "<tree>" and "~"
+    (a stamp input that must not differ between two checkouts of the same tree)."""
+    return text.replace(str(ROOT), "<tree>").replace(str(Path.home()), "~")

@@ -44,7 +44,9 @@ class CompressPart(Part):
     name = "compress"
     symbols = SYMBOLS
 
-    def enabled(self, values):
+    when = "always"
+
+    def enabled(self, ctx):
         return True
 
     def steps(self, ctx):
@@ -71,6 +73,6 @@ class CompressPart(Part):
             ctx.progress(f"    written to {os.path.relpath(out, ctx.outdir)}")
 
         return [plan_mod.Step("compress.report", run,
-                              needs=tuple(fragment_path(ctx.outdir, o) for o in who),
+                              needs=("compression-fragment",),
                               inputs={"owners": who}, version=VERSION, package="compress",
                               outputs=(out,))]

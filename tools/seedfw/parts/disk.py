@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
-from .base import OS_PARTITION_SIZE, BootArtifact, Part
+from .base import OS_PARTITION_SIZE, Output, Part, Placement
 from .layout import MIB, PARTITION_SIZE, guid, rootfs_cpio, rootfs_size  # noqa: F401
 
 DOC = """Disk image: the SD/eMMC (board boot.storage sd-emmc) or QEMU virtio disk, written by
@@ -29,7 +29,8 @@ Layout (one definition, `layout()`; tests read it back through seedfw.images.gpt
     +16/32 MiB  partition "rootfs": ext4 (label "rootfs"): Buildroot's rootfs.cpio unpacked
                 (BUILDROOT_ROOTFS_EXT4, size BUILDROOT_ROOTFS_EXT4_SIZE, also images/rootfs.ext4)
                 with, for an ext4 root (OS_ROOT_EXT4), the kernel modules and the boot package
-                added (seedfw.os_root.rootfs_additions), else an empty placeholder of 16 MiB
+                added (what the parts placed in "rootfs": `rootfs_additions`), else an empty
+                placeholder of 16 MiB
 
 The ext4 file systems are genimage's ext4 type with the host's mke2fs (-d: the tree is copied
 in). The tree is unpacked and staged under fakeroot, and genimage runs in the same fakeroot
@@ -43,10 +44,13 @@ exec-post debugfs script sets every inode's atime/ctime/mtime/crtime to SOURCE_D
 with their sha256 (bmaptool checks them when copying); which ranges are "mapped" depends on the
 holes of the file genimage wrote, so it describes this image file.
 
-Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE),
-OS_ROOT_EXT4 (through seedfw.os_root).
-Board fields read: name, boot.rom (rockchip: u-boot-rockchip.bin at 32 KiB), boot.storage,
-image.format (not fit: the firmware FIT for U-Boot is made here).
+Kconfig symbols read: UBOOT, BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_ROOTFS_EXT4(_SIZE).
+Board fields read: name, image.partitions (the layout above, each entry a list of roles: what
+fills it comes from whichever enabled part provides or places those roles), boot.storage,
+image.format (not fit: the firmware FIT for U-Boot, board.yaml's image.fits "firmware", is
+made here).
+Needs roles: every provided role of image.partitions, every placed role (the kernel, the
+initramfs, the boot package), rootfs-overlay, rootfs-cpio; own FIT: payload, boot-package.
 Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap (+ images/rootfs.ext4, and the
 <board>.itb of boards whose image format is not a FIT).
 """
@@ -66,11 +70,6 @@ class Partition:
     bootable: bool = False     # GPT attribute bit 2: where U-Boot's bootstd looks first
 
 
-def wanted(ctx) -> bool:
-    """rk3588 with U-Boot (its SD card image); the qemu board's virtio disk (firmware FIT)."""
-    return bool(ctx.values.get("UBOOT"))
-
-
 def disk_name(ctx) -> str:
     return f"{ctx.board.name}-disk.img"
 
@@ -81,24 +80,54 @@ def firmware_image(ctx) -> str:
 
 def own_fit(ctx) -> bool:
     """Boards whose image format is not a FIT (qemu-aarch64: a boot package) get one here for
-    U-Boot: the payload and the boot package, each with a sha256 (seedfw.images.fit)."""
+    U-Boot: the roles of board.yaml's FIT "firmware" (the payload and the boot package), each
+    with a sha256 (seedfw.images.fit)."""
     return ctx.board.image["format"] != "fit"
 
 
+def _file(ctx, role: str) -> str | None:
+    got = ctx.file(role)
+    return got.name if got is not None else None
+
+
+def _placed(ctx, partition: str, roles) -> list[tuple[str, str]]:
+    """(role, path inside the partition) of every provided role placed in `partition`, in the
+    order board.yaml's entry lists its roles."""
+    out = []
+    for role in roles:
+        if not ctx.providers(role):
+            continue
+        for o in ctx.providers(role):
+            p = ctx.placement(o)
+            if p is not None and p.partition == partition and p.path:
+                out.append((role, p.path))
+                break
+    return out
+
+
 def layout(ctx) -> list[Partition]:
+    """board.yaml image.partitions, filled by role: a raw entry holds the first provided role's
+    file, an ext4 entry the files placed in it (a file system made here); one with nothing to
+    hold is an empty PARTITION_SIZE placeholder. "rootfs" is always an ext4 (Buildroot's tree,
+    or the placeholder)."""
     parts = []
-    if ctx.board.boot["rom"] == "rockchip":
-        parts.append(Partition("u-boot", "u-boot-rockchip.bin", UBOOT_OFFSET, None, False))
-    # The OS FIT (kernel + initramfs + boot script; seedfw.parts.os_fit) goes raw into
-    # "boot" when the configuration builds one; it needs more room than the firmware FIT.
-    # rk3588's OS is files in an ext4 instead (boot_files; why: seedfw.parts.os_boot_files).
-    os_fit = os_image(ctx)
-    if boot_files(ctx):
-        boot = Partition("boot", BOOT_FS, None, OS_PARTITION_SIZE, bootable=True)
-    else:
-        boot = Partition("boot", os_fit, None, OS_PARTITION_SIZE if os_fit else PARTITION_SIZE)
-    parts += [Partition("firmware", firmware_image(ctx), FIRMWARE_OFFSET, PARTITION_SIZE), boot,
-              Partition("rootfs", ROOT_FS, None, None)]
+    for e in ctx.board.partitions:
+        name, roles = e["name"], e["roles"]
+        in_table = e.get("in_table", True)
+        if e.get("fs") == "ext4" and "rootfs" in roles:
+            parts.append(Partition(name, ROOT_FS, e.get("offset"), None))
+            continue
+        if e.get("fs") == "ext4":
+            filled = bool(_placed(ctx, name, roles))
+            image = BOOT_FS if filled else None
+        else:       # (the firmware FIT of own_fit boards is this part's own Output)
+            image = next((_file(ctx, r) for r in roles if _file(ctx, r)), None)
+            filled = image is not None
+        if not filled and not in_table:
+            continue                               # nothing to write outside the table
+        size = e.get("size") if filled else PARTITION_SIZE
+        parts.append(Partition(name, image, e.get("offset"), size if in_table else None,
+                               in_table, bootable=bool(e.get("bootable")) and filled))
     return parts
 
 
@@ -106,14 +135,18 @@ BOOT_FS, ROOT_FS = "boot.ext4", "rootfs.ext4"        # made by genimage, not rea
 
 
 def boot_files(ctx) -> dict[str, str]:
-    """{path in the boot file system: file in images/} (rk3588's OS), else {}."""
-    from . import os_boot_files as rk3588_os
-    return rk3588_os.boot_files(ctx)
+    """{path in the boot file system: file in images/} of the ext4 entry that is not the
+    rootfs (the OS's boot files, placed by role), else {}."""
+    for e in ctx.board.partitions:
+        if e.get("fs") == "ext4" and "rootfs" not in e["roles"]:
+            return {path.lstrip("/"): ctx.file(role).name
+                    for role, path in _placed(ctx, e["name"], e["roles"])}
+    return {}
 
 
-def os_image(ctx) -> str | None:
-    from . import os_fit as osimage
-    return osimage.name(ctx) if osimage.wanted(ctx) else None
+def boot_fs_partition(ctx) -> str | None:
+    return next((e["name"] for e in ctx.board.partitions
+                 if e.get("fs") == "ext4" and "rootfs" not in e["roles"]), None)
 
 
 def _stamp() -> str:
@@ -170,49 +203,63 @@ class DiskPart(Part):
     name = "disk"
     symbols = ("UBOOT", "BUILDROOT", "BUILDROOT_ROOTFS_CPIO", "BUILDROOT_ROOTFS_EXT4",
                "BUILDROOT_ROOTFS_EXT4_SIZE")
+    provides = ("disk", "disk-bmap", "rootfs", "firmware-fit")
+    when = "UBOOT=y"
 
-    def enabled(self, values):
-        return bool(values.get("UBOOT"))
+    def enabled(self, ctx):
+        return bool(ctx.values.get("UBOOT"))
 
     def steps(self, ctx):
         return _steps(ctx)
 
-    def artifacts(self, ctx):
-        return outputs(ctx)
-
-    def boot_artifacts(self, ctx):
-        return _boot_artifacts(ctx)
+    def outputs(self, ctx):
+        return _outputs(ctx)
 
 
-def _boot_artifacts(ctx):
+def _outputs(ctx) -> list[Output]:
     where = STORAGE[ctx.board.boot["storage"]]
+    storage = ctx.board.boot["storage"]
+    step = "disk.image"
+    held = tuple(r for e in ctx.board.partitions for r in e["roles"])
     # The disk image is what is written to storage, not itself read at boot (its parts are,
     # and are declared by whoever makes them): at_boot=False keeps it out of the boot-bytes
     # figures of the report while `invoke flash` still finds it.
     # A board QEMU runs gets it as its disk drive (board.yaml qemu.drives, `holds: drive`).
-    out = [BootArtifact(disk_name(ctx), "disk", "the board's storage, as written",
-                        where, flash=("rockusb", "sdcard"), at_boot=False,
-                        qemu="drive" if ctx.board.qemu else "")]
+    out = [Output(ctx.images / disk_name(ctx), step, ("disk",), carries=held,
+                  placement=Placement(storage=storage, offset=0), kind="disk",
+                  read_by="the board's storage, as written", location=where,
+                  flash=("rockusb", "sdcard"), at_boot=False,
+                  qemu="drive" if ctx.board.qemu else ""),
+           Output(ctx.images / f"{disk_name(ctx)}.bmap", step, ("disk-bmap",), carries=held)]
     if own_fit(ctx):
         # Read by U-Boot at boot, but it carries the boot package the report already counts
         # (images.steps declares it): at_boot=False until the report follows the U-Boot path.
-        out.append(BootArtifact(firmware_image(ctx), "firmware-fit",
-                                "U-Boot (iminfo / imxtract verify every hash)",
-                                "partition 'firmware' of the disk image", at_boot=False,
-                                partition="firmware"))
+        out.append(Output(ctx.images / firmware_image(ctx), step, ("firmware-fit",),
+                          carries=ctx.board.fit_roles("firmware"),
+                          placement=Placement(storage=storage, partition="firmware"),
+                          kind="firmware-fit", read_by="U-Boot (iminfo / imxtract verify every hash)",
+                          location="partition 'firmware' of the disk image", at_boot=False))
+    if rootfs_cpio(ctx) is not None:
+        out.append(Output(ctx.images / ROOT_FS, step, ("rootfs",),
+                          placement=Placement(storage=storage, partition="rootfs")))
     return out
 
 
+# What a role of the disk's own FIT is called in it and where it is loaded (board memory).
+OWN_FIT = {"payload": ("payload", "bl33"), "boot-package": ("package", "boot-package")}
+
+
 def qemu_fit(ctx, target: Path, log) -> Path:
-    """<board>.itb for U-Boot on QEMU: the payload (at the bl33 region, conf `firmware`) and the
-    boot package (a loadable at the boot-package region)."""
+    """<board>.itb for U-Boot on QEMU: the roles of board.yaml's FIT "firmware" (the payload at
+    the bl33 region, conf `firmware`; the boot package, a loadable at the boot-package region)."""
     from ..images import fit
     from ..images.entries import FirmwareEntry, read
     board = ctx.board
-    entries = [FirmwareEntry("payload", read(ctx.images / "bl33.bin"), arch="arm64",
-                             load=board.region("bl33").base),
-               FirmwareEntry("package", read(ctx.images / f"{board.name}-boot.pkg"), arch="arm64",
-                             load=board.region("boot-package").base)]
+    entries = []
+    for role in board.fit_roles("firmware"):
+        node, region = OWN_FIT[role]
+        entries.append(FirmwareEntry(node, read(_needed(ctx, role)), arch="arm64",
+                                     load=board.region(region).base))
     return fit.build(entries, target, description=f"seedfw {board.name} firmware", log=log)
 
 
@@ -231,7 +278,7 @@ def make(ctx, work: Path, log, say=lambda m: None) -> dict[Path, Path]:
         products[ctx.images / firmware_image(ctx)] = fit_path
     for p in layout(ctx):
         if p.image and p.image not in (BOOT_FS, ROOT_FS) and not (inputs / p.image).exists():
-            (inputs / p.image).symlink_to(_needed(ctx, p.image))
+            (inputs / p.image).symlink_to(_needed_file(ctx, p.image))
     util.write_text(work / "genimage.cfg", genimage_config(ctx))
     epoch = str(util.source_date_epoch())
     state = work / "fakeroot.state"
@@ -258,10 +305,20 @@ def make(ctx, work: Path, log, say=lambda m: None) -> dict[Path, Path]:
     return products
 
 
-def _needed(ctx, name: str) -> Path:
-    if not (ctx.images / name).is_file():
-        raise SeedfwError(f"the disk image needs {name}, which was not built", ctx.images / name)
-    return ctx.images / name
+def _needed(ctx, role: str) -> Path:
+    got = ctx.file(role)
+    if got is None or not got.is_file():
+        raise SeedfwError(f"the disk image needs role '{role}', which was not built",
+                          got or ctx.images)
+    return got
+
+
+def _needed_file(ctx, name: str) -> Path:
+    """A file a partition holds, by the name layout() found for it (a provider's)."""
+    got = next((Path(o.path) for o in ctx.outputs if o.name == name), ctx.images / name)
+    if not got.is_file():
+        raise SeedfwError(f"the disk image needs {name}, which was not built", got)
+    return got
 
 
 # Run under `fakeroot -s STATE`: what it creates is owned by whoever the cpio says (root),
@@ -276,28 +333,41 @@ while [ $# -gt 0 ]; do install -D -m 0644 "$1" "$2"; shift 2; done
 """
 
 
+def rootfs_additions(ctx) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """What the parts placed in the "rootfs" partition besides Buildroot's tree: (a tar of
+    role rootfs-overlay to extract at "/", [(file, path in the rootfs)])."""
+    tar, files = None, []
+    for o in ctx.outputs:
+        p = ctx.placement(o)
+        if p is None or p.partition != "rootfs" or not p.path:
+            continue
+        if "rootfs-overlay" in o.roles:
+            tar = Path(o.path)
+    for place in ctx.places():
+        if place.placement.partition == "rootfs" and place.placement.path:
+            got = ctx.file(place.role)
+            if got is not None:
+                files.append((got, place.placement.path.lstrip("/")))
+    return tar, files
+
+
 def stage_tree(ctx, root: Path, state: Path, log) -> None:
     """The tree genimage copies into the ext4 images: Buildroot's rootfs.cpio unpacked (or
-    nothing: the placeholder) with what the ext4 root adds (kernel modules, the boot package:
-    seedfw.os_root.rootfs_additions), the OS's boot files under boot/ (the "boot" mountpoint)."""
+    nothing: the placeholder) with what the parts placed in the rootfs (kernel modules, the
+    boot package: `rootfs_additions`), the OS's boot files under boot/ (the "boot" mountpoint)."""
     os.chmod(root, 0o755)
     cpio = rootfs_cpio(ctx)
-    tar, extra = _rootfs_additions(ctx)
+    tar, extra = rootfs_additions(ctx)
     pairs = []
     for dest, name in boot_files(ctx).items():
-        pairs += [_needed(ctx, name), f"boot/{dest}"]
-    for dest, path in extra.items():
-        pairs += [_needed(ctx, path.name), dest]
+        pairs += [_needed_file(ctx, name), f"boot/{dest}"]
+    for path, dest in extra:
+        pairs += [_needed_file(ctx, path.name), dest]
     plan_mod.run_command(["fakeroot", "-s", state, "--", "sh", "-c", _STAGE, "stage",
-                          root.absolute(), _needed(ctx, cpio.name).absolute() if cpio else "",
-                          _needed(ctx, tar.name).absolute() if tar else "",
+                          root.absolute(), _needed_file(ctx, cpio.name).absolute() if cpio else "",
+                          _needed_file(ctx, tar.name).absolute() if tar else "",
                           *(Path(x).absolute() if i % 2 == 0 else x for i, x in enumerate(pairs))],
                          log=log)
-
-
-def _rootfs_additions(ctx):
-    from . import os_root
-    return os_root.rootfs_additions(ctx)
 
 
 def times_script(tree: Path, skip=frozenset()) -> str:
@@ -320,37 +390,26 @@ def times_script(tree: Path, skip=frozenset()) -> str:
                    for f in ("atime", "ctime", "mtime", "crtime"))
 
 
-def outputs(ctx) -> list[Path]:
-    out = [ctx.images / disk_name(ctx), ctx.images / f"{disk_name(ctx)}.bmap"]
-    if own_fit(ctx):
-        out.append(ctx.images / firmware_image(ctx))
-    if rootfs_cpio(ctx) is not None:
-        out.append(ctx.images / ROOT_FS)
-    return out
-
-
 def _steps(ctx) -> list:
     rootfs_size(ctx)                 # a bad size fails before any step runs
-    out = outputs(ctx)
-    sources = ["bl33.bin", f"{ctx.board.name}-boot.pkg"] if own_fit(ctx) else \
-        [p.image for p in layout(ctx) if p.image and p.image not in (BOOT_FS, ROOT_FS)]
-    if own_fit(ctx) and os_image(ctx):
-        sources.append(os_image(ctx))
-    sources += list(boot_files(ctx).values())
-    tar, extra = _rootfs_additions(ctx)
-    sources += [p.name for p in ([tar] if tar else []) + list(extra.values())]
-    if rootfs_cpio(ctx) is not None:
-        sources.append(rootfs_cpio(ctx).name)
+    fit_roles = ctx.board.fit_roles("firmware") if own_fit(ctx) else ()
+    held = [r for e in ctx.board.partitions for r in e["roles"]
+            if ctx.providers(r) and not (own_fit(ctx) and r == "firmware-fit")
+            and r != "rootfs"]
+    places = [p.role for p in ctx.places() if p.placement.partition and ctx.providers(p.role)]
+    overlay = ["rootfs-overlay"] if ctx.providers("rootfs-overlay") else []
+    cpio = ["rootfs-cpio"] if rootfs_cpio(ctx) is not None else []
+    needs = tuple(dict.fromkeys([*fit_roles, *held, *places, *overlay, *cpio]))
 
     def inputs():
+        files = sorted({f for r in needs for f in ctx.files(r)})
         return {"config": genimage_config(ctx), "own_fit": own_fit(ctx),
                 "epoch": util.source_date_epoch(),
-                "images": {n: util.sha256_file(ctx.images / n) if (ctx.images / n).is_file()
-                           else None for n in sources}}
+                "images": {f.name: util.sha256_file(f) if f.is_file() else None for f in files}}
 
     def run(step):
         step.install(make(ctx, ctx.build_dir("disk"), step.log,
                           lambda m: ctx.progress(f"  disk: {m}")))
 
-    return [plan_mod.Step("disk.image", run, needs=tuple(ctx.images / n for n in sources),
-                          inputs=inputs, version=VERSION, package="disk", outputs=tuple(out))]
+    return [plan_mod.Step("disk.image", run, needs=needs, inputs=inputs, version=VERSION,
+                          package="disk")]

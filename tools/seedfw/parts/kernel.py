@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import paths, plan, sources, util
 from ..errors import SeedfwError
-from .base import BootArtifact, BuildContext, Part
+from .base import BuildContext, Output, Part
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,8 @@ class KernelDeb:
     suite: str
     file: sources.SourceFile
     image: str                     # the kernel image inside the package
-    # Device trees taken out of the package (paths inside it), installed into images/ under
-    # their file names: rk3588 boots with the kernel's own DT, the qemu boards with QEMU's.
-    dtbs: tuple[str, ...] = ()
+    # The board's DT (board.yaml boot.dtb) is taken out of the package too (KernelPart.dtbs):
+    # a board with extlinux boots with the kernel's own DT, the qemu boards with QEMU's.
 
     @property
     def release(self) -> str:
@@ -51,8 +50,7 @@ KERNELS = {
         "linux-image-6.12.117+deb13-arm64", "6.12.117-1", "trixie",
         sources.SourceFile("linux-image-6.12.117+deb13-arm64_6.12.117-1_arm64.deb", 93_443_312,
                            "73805585385c78e048e63fdfba66da36bab724c2cdebd96a3055a8a4f1ae287a"),
-        "boot/vmlinuz-6.12.117+deb13-arm64",
-        ("usr/lib/linux-image-6.12.117+deb13-arm64/rockchip/rk3588-rock-5b.dtb",)),
+        "boot/vmlinuz-6.12.117+deb13-arm64"),
 }
 
 
@@ -106,8 +104,8 @@ def fetch(k: KernelDeb, log=None, progress=print) -> Path:
 
 
 class KernelPart(Part):
-    """Linux for the OS boot: images/Image (+ images/kernel.config, and the pin's device trees,
-    e.g. images/rk3588-rock-5b.dtb) from a pinned Debian .deb.
+    """Linux for the OS boot: images/Image (+ images/kernel.config, and the board's device tree,
+    board.yaml boot.dtb, role board-dtb) from a pinned Debian .deb.
 
     Kconfig symbols read: KERNEL (enables it), KERNEL_PACKAGE (a key of KERNELS).
     Steps: kernel.extract (the .deb, verified, fetched into the shared cache unless there;
@@ -121,13 +119,22 @@ class KernelPart(Part):
     def sbom(self, ctx):
         k = KERNELS[ctx.values.get("KERNEL_PACKAGE")]
         deb = fetch(k, progress=lambda m: None)
-        return [self.component("linux", k.version, {"id": "GPL-2.0-only"}, [deb],
-                               "operating-system",
+        from ..sbom import model
+        upstream = k.version.split("-")[0]          # 6.12.117-1: Debian revision 1 of 6.12.117
+        return [self.component("linux", upstream, "GPL-2.0-only WITH Linux-syscall-note", [deb],
+                               "operating-system", supplier="Debian (linux source package)",
+                               purl=model.purl("deb", k.package, k.version, namespace="debian",
+                                               arch="arm64"),
+                               properties={"debian:package": k.package,
+                                           "debian:version": k.version},
                                note=f"Debian binary package {k.package}; its source is Debian's "
                                     f"linux source package {k.version}")]
 
-    def enabled(self, values):
-        return bool(values.get("KERNEL"))
+    provides = ("kernel", "kernel-config", "board-dtb")
+    when = "KERNEL=y"
+
+    def enabled(self, ctx):
+        return bool(ctx.values.get("KERNEL"))
 
     def pin(self, ctx: BuildContext) -> KernelDeb:
         name = ctx.values.get("KERNEL_PACKAGE") or ""
@@ -137,15 +144,22 @@ class KernelPart(Part):
                               "CONFIG_KERNEL_PACKAGE")
         return KERNELS[name]
 
-    def artifacts(self, ctx):
-        return [ctx.images / "Image", ctx.images / "kernel.config",
-                *(ctx.images / Path(d).name for d in self.pin(ctx).dtbs)]
+    def dtbs(self, ctx: BuildContext) -> tuple[str, ...]:
+        """The board's DT (board.yaml boot.dtb) inside the package, under the kernel's dtb
+        directory; () for boards whose DT comes from elsewhere (QEMU's)."""
+        want = ctx.board.boot.get("dtb")
+        return (f"usr/lib/linux-image-{self.pin(ctx).release}/{want}",) if want else ()
 
-    def boot_artifacts(self, ctx):
-        # The DTBs are not declared: what the board reads is the copy the OS stage made of one
-        # (seedfw.parts.os_boot_files applies the OPP overlay to it).
-        return [BootArtifact("Image", "kernel", "U-Boot (booti) or QEMU -kernel",
-                             "boot partition / loaded into RAM", qemu="kernel", qemu_modes=("os",))]
+    def outputs(self, ctx):
+        # The DT is not declared as read at boot: what the board reads is the copy the OS stage
+        # made of it (seedfw.parts.os_boot_files applies the OPP overlay to it).
+        step = "kernel.extract"
+        return [Output(ctx.images / "Image", step, ("kernel",), kind="kernel",
+                       read_by="U-Boot (booti) or QEMU -kernel",
+                       location="boot partition / loaded into RAM", qemu="kernel",
+                       qemu_modes=("os",)),
+                Output(ctx.images / "kernel.config", step, ("kernel-config",)),
+                *(Output(ctx.images / Path(d).name, step, ("board-dtb",)) for d in self.dtbs(ctx))]
 
     def steps(self, ctx):
         k = self.pin(ctx)
@@ -154,7 +168,7 @@ class KernelPart(Part):
         def extract(step):
             deb = fetch(k, step.log, say)
             work = self.fresh_dir(ctx.build_dir("kernel"))
-            members = [k.image, f"boot/config-{k.release}", *k.dtbs]
+            members = [k.image, f"boot/config-{k.release}", *self.dtbs(ctx)]
             # Only these members (the generic package unpacks to 174 MB); a missing one is
             # named by the check below, so tar's own exit status is not the error.
             plan.run_command(["sh", "-c", 'deb="$1" work="$2"; shift 2; dpkg-deb --fsys-tarfile '
@@ -174,5 +188,4 @@ class KernelPart(Part):
                                 **{d.name: d for d in dtbs}}, ctx.images)
 
         return [plan.Step("kernel.extract", extract, package=self.name, version=self.VERSION,
-                          inputs={"pin": [k.package, k.version, k.file.sha256, *k.dtbs]},
-                          outputs=tuple(self.artifacts(ctx)))]
+                          inputs={"pin": [k.package, k.version, k.file.sha256, *self.dtbs(ctx)]})]

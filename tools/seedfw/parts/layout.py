@@ -12,16 +12,36 @@ from pathlib import Path
 from ..errors import SeedfwError
 
 MIB = 1 << 20
+# Where qemu_arm64's boot command reads the OS FIT (seedfw.parts.uboot) and the OS FIT's boot
+# script unpacks it from (seedfw.parts.os_fit): RAM from 0x40000000; the firmware FIT's payload
+# sits at 0x60000000, the boot package at 0x60400000.
+OS_FIT_ADDR = 0x48000000
 PARTITION_SIZE = 16 * MIB          # a partition with nothing to hold (placeholder)
 NAMESPACE = uuid.UUID("5eedf000-0000-4000-8000-000000000000")   # our uuid5 namespace
 
 
 def rootfs_cpio(ctx) -> Path | None:
-    """Buildroot's rootfs.cpio when the "rootfs" partition is to hold it, else None."""
+    """The file providing role "rootfs-cpio" (Buildroot's) when the "rootfs" partition is to
+    hold it (BUILDROOT_ROOTFS_EXT4), else None."""
     v = ctx.values
     if v.get("BUILDROOT") and v.get("BUILDROOT_ROOTFS_CPIO") and v.get("BUILDROOT_ROOTFS_EXT4"):
-        return ctx.images / "rootfs.cpio"
+        return ctx.file("rootfs-cpio")
     return None
+
+
+def ext4_root(values: dict) -> bool:
+    """The OS's root is the ext4 "rootfs" partition (OS_ROOT_EXT4: the os-root part builds
+    the initramfs that mounts it; os-boot-files writes the command line below)."""
+    v = values
+    return bool(v.get("OS_ROOT_EXT4") and v.get("BUILDROOT") and v.get("KERNEL") and
+                v.get("BUILDROOT_ROOTFS_CPIO") and v.get("BUILDROOT_ROOTFS_EXT4"))
+
+
+def kernel_args(ctx) -> str:
+    """The ext4 root's whole kernel command line (extlinux.conf `append`): root by PARTUUID,
+    no console= (the DT's stdout-path names it), panic=-1 (a failed boot resets instead of
+    hanging)."""
+    return f"root=PARTUUID={guid(ctx, 'part-rootfs')} rootwait panic=-1"
 
 
 def rootfs_size(ctx) -> int:
@@ -41,3 +61,32 @@ def rootfs_size(ctx) -> int:
 
 def guid(ctx, what: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"{ctx.board.name}/{what}"))
+
+
+def dvfs_region(board):
+    """board.yaml memory region "dvfs": where SPL loads the DVFS table (reserved in the DT)."""
+    region = next((r for r in board.memory if r.name == "dvfs"), None)
+    if region is None:
+        raise SeedfwError("no memory region 'dvfs' (where SPL loads the DVFS table)",
+                          board.dir / "board.yaml", "memory")
+    return region
+
+
+def read_dot_config(path: Path) -> dict[str, str]:
+    """CONFIG_* of a Kconfig .config (strings unquoted): U-Boot's, for the parts that check
+    what was compiled (role u-boot-build names its build directory)."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("CONFIG_") and "=" in line:
+            key, value = line.split("=", 1)
+            out[key[7:]] = value[1:-1] if value.startswith('"') else value
+    return out
+
+
+def extlinux_os(ctx) -> bool:
+    """The "boot" partition holds an OS U-Boot boots through extlinux.conf (os-boot-files):
+    here because the part providing the overlay extlinux.conf names (fit-verify) is enabled by
+    the same condition and must not import os-boot-files."""
+    v = ctx.values
+    return bool(v.get("BUILDROOT") and v.get("KERNEL") and v.get("UBOOT") and
+                v.get("BUILDROOT_ROOTFS_CPIO") and ctx.capable("extlinux"))

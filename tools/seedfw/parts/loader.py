@@ -7,18 +7,15 @@ from pathlib import Path
 from .. import paths, util
 from .. import plan as plan_mod
 from ..errors import SeedfwError
-from ..images import ldr_recipe, reading
-from ..images.reading import plain
+from ..images import ldr_recipe
+from .. import reading
+from ..reading import plain
 from ..images.loader import VERSION, build_loader, read_recipe
-from . import rkbin
-from .base import BootArtifact, Part
+from ..sources import rkbin
+from .base import Output, Part, Placement
 
 SYMBOLS = ("UBOOT", "LOADER_RECIPE", "UBOOT_ALLOW_MISSING_BLOBS")
 FIELD = "CONFIG_LOADER_RECIPE"
-
-
-def wanted(ctx) -> bool:
-    return bool(ctx.values.get("UBOOT")) and bool(ctx.values.get("LOADER_RECIPE"))
 
 
 def local_recipe(ctx) -> Path | None:
@@ -65,23 +62,28 @@ class LoaderPart(Part):
     name = "loader"
     symbols = SYMBOLS
 
-    def enabled(self, values):
-        return bool(values.get("UBOOT"))
+    provides = ("loader", "loader-info")
+    when = "UBOOT=y and LOADER_RECIPE set, on a board with capability maskrom"
 
-    def artifacts(self, ctx):
-        return [ctx.images / output_name(ctx), ctx.images / "loader.json"] if wanted(ctx) else []
+    def enabled(self, ctx):
+        v = ctx.values
+        return bool(v.get("UBOOT")) and bool(v.get("LOADER_RECIPE")) and ctx.capable("maskrom")
 
-    def boot_artifacts(self, ctx):
-        if not wanted(ctx):
-            return []
+    def outputs(self, ctx):
         # Sent over USB in maskrom mode, never read from storage: not a boot-bytes figure.
-        return [BootArtifact(output_name(ctx), "loader", "boot ROM in maskrom mode (USB)",
-                             "sent over USB by `rkdeveloptool db`; never written to storage",
-                             at_boot=False)]
+        return [Output(ctx.images / output_name(ctx), "loader.build", ("loader",),
+                       placement=Placement(storage="usb"), kind="loader",
+                       read_by="boot ROM in maskrom mode (USB)",
+                       location="sent over USB by `rkdeveloptool db`; never written to storage",
+                       at_boot=False),
+                Output(ctx.images / "loader.json", "loader.build", ("loader-info",))]
+
+    def sbom(self, ctx):
+        """The rkbin blobs the loader carries (the same components U-Boot's images declare)."""
+        from ..sources import rkbin
+        return rkbin.sbom_components(self)
 
     def steps(self, ctx):
-        if not wanted(ctx):
-            return []
         local = local_recipe(ctx)
         name = output_name(ctx)              # a local recipe is parsed here: errors before any step
         out = [ctx.images / name, ctx.images / "loader.json"]
@@ -91,7 +93,7 @@ class LoaderPart(Part):
                                   "recipe": util.sha256_bytes(read_recipe(local).encode())
                                   if local else rkbin.INI.sha256,
                                   "config": plan_mod.symbols(ctx.values, SYMBOLS)},
-                              version=VERSION, package="loader", outputs=tuple(out))]
+                              version=VERSION, package="loader")]
 
     def _run(self, ctx, step, local, name, out) -> None:
         work = Part.fresh_dir(ctx.build_dir("loader"))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import ccache, plan
+from ..cache import ccache
+from .. import plan
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
-from .base import BootArtifact, Part
+from .base import Output, Part, Placement
 
 SOURCE = FIRMWARE_DIR / "mcu"
 # The flash algorithm pyOCD runs on the target is checked in as generated Python (the pyOCD target
@@ -34,21 +35,32 @@ class McuPart(Part):
     OUTPUTS = ("mcu.elf", "mcu.bin", "mcu.hex")
     ALGOS = ("algo.elf", "algo-broken.elf")
 
-    def enabled(self, values):
-        return bool(values.get("MCU"))
+    provides = ("mcu", "mcu-elf", "mcu-hex", "dvfs-hints")
+    when = "MCU=y"
 
-    def artifacts(self, ctx):
-        return [ctx.images / n for n in self.OUTPUTS]
+    def enabled(self, ctx):
+        return bool(ctx.values.get("MCU"))
 
-    def boot_artifacts(self, ctx):
+    def outputs(self, ctx):
         # pyOCD programs the ELF (segment by segment) or the HEX when present; the raw image is
         # what the core reads from flash at reset.
         # QEMU's -kernel loads the ELF's segments as pyOCD would program them.
-        return [BootArtifact("mcu.elf", "mcu", "pyOCD or QEMU -kernel", "load segments", ("pyocd",),
-                             False, qemu="kernel"),
-                BootArtifact("mcu.hex", "mcu", "pyOCD", "Intel HEX records", ("pyocd",), False),
-                BootArtifact("mcu.bin", "mcu", "Cortex-M3 at reset (vector table at 0x0)",
-                             "internal flash at 0x0", ("pyocd",))]
+        i, step, storage = ctx.images, "mcu.build", ctx.board.boot["storage"]
+        base = (ctx.board.pyocd or {}).get("flash", {}).get("base", 0)
+        return [Output(i / "mcu.elf", step, ("mcu-elf", "dvfs-hints"), kind="mcu",
+                       read_by="pyOCD or QEMU -kernel", location="load segments",
+                       flash=("pyocd",), at_boot=False, qemu="kernel"),
+                Output(i / "mcu.hex", step, ("mcu-hex",), kind="mcu", read_by="pyOCD",
+                       location="Intel HEX records", flash=("pyocd",), at_boot=False),
+                Output(i / "mcu.bin", step, ("mcu",), kind="mcu",
+                       placement=Placement(storage=storage, offset=base),
+                       read_by="Cortex-M3 at reset (vector table at 0x0)",
+                       location="internal flash at 0x0", flash=("pyocd",))]
+
+    def sbom(self, ctx):
+        """seedfw's own MCU firmware: its source tree (firmware/mcu + the shared trees)."""
+        return [self.own_firmware("seedfw-mcu", [FIRMWARE_DIR / "mcu"],
+                             "Cortex-M wake controller (firmware/mcu)")]
 
     def steps(self, ctx):
         makefile = SOURCE / "Makefile"
@@ -81,7 +93,7 @@ class McuPart(Part):
                 ctx.progress(f"  mcu: warning: {drift}")
             self.install(step, {n: out / n for n in self.OUTPUTS}, ctx.images)
 
-        outputs = (*self.artifacts(ctx), *(out / "flashalgo" / a for a in self.ALGOS))
+        outputs = tuple(out / "flashalgo" / a for a in self.ALGOS)
         return [plan.Step("mcu.build", build, inputs=inputs, version=self.STEP_VERSION,
                           package=self.name, outputs=outputs)]
 

@@ -1,4 +1,4 @@
-"""The OS as files for U-Boot's extlinux boot method (board boot.flow: extlinux)."""
+"""The OS as files for U-Boot's extlinux boot method (board capability extlinux)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,19 @@ from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
 from ..images import fdt
-from . import os_fit as osimage
-from .base import OS_PARTITION_SIZE, BootArtifact, Part
+from . import layout
+from .base import OS_PARTITION_SIZE, Output, Part, Place, Placement
+from .overlay import OVERLAY, make_overlay
 
-DOC = """OS boot files (board boot.flow: extlinux): the pinned kernel, the board's DT (board.yaml
-boot.dtb, checked for boot.compatible) with our OPP overlay applied, the Buildroot initramfs and an
-extlinux.conf, for U-Boot's bootstd to find. The disk part makes the "boot" partition an ext4 file
-system holding `boot_files()`, with GPT's legacy-BIOS-bootable attribute set.
+DOC = """OS boot files (board capability extlinux): the pinned kernel, the board's DT (board.yaml
+boot.dtb, checked for boot.compatible) with our OPP overlay applied, the initramfs and an
+extlinux.conf, for U-Boot's bootstd to find. The part places them (roles kernel, dtb, initrd,
+extlinux) in the "boot" partition at the paths extlinux.conf names; the disk part makes that
+partition an ext4 file system (board.yaml image.partitions) with GPT's legacy-BIOS-bootable
+attribute set.
 
 Why extlinux.conf and not a FIT + boot script (qemu-aarch64's way, seedfw.parts.os_fit):
-the rk3588 U-Boot is rock5b-rk3588_defconfig with its own boot command, bootstd's
+the board's U-Boot (e.g. rk3588's rock5b-rk3588_defconfig) has its own boot command, bootstd's
 `bootflow scan -lb`, whose extlinux boot method finds /extlinux/extlinux.conf on the bootable
 partition of the SD card or eMMC by itself. A FIT would need a boot command of ours, which no
 board here could test; extlinux is also the layout Debian and Armbian images use, so a user can
@@ -32,75 +35,90 @@ Why fdtoverlay at build time and not extlinux's `fdtoverlays` (U-Boot applying i
 DT the kernel gets is then a file in the image, which a test reads back without a board; an
 overlay that does not apply fails the build, where U-Boot would print an error and boot the DT
 without it; and nothing depends on CONFIG_OF_LIBFDT_OVERLAY. Debian's own DT stays in images/.
+The one overlay U-Boot does apply (`fdtoverlays`) is the reserved region for the boot package
+(role boot-package-overlay, seedfw.parts.fit_verify): it belongs with the hand-over U-Boot's
+seedfw_verify makes at boot, so the DT file itself stays what the kernel gets from any
+bootloader. This part places it at /<its name> of "boot" and names it in extlinux.conf.
 
-Why an initramfs: Debian's generic kernel has ext4 and the rk3588 SD/eMMC host drivers as
-modules (CONFIG_EXT4_FS=m, CONFIG_MMC_DW_ROCKCHIP=m, CONFIG_MMC_SDHCI_OF_DWCMSHC=m). With
-OS_ROOT_EXT4 (default) it is the small images/initramfs.cpio that loads them and switch_roots to
-the ext4 "rootfs" partition (seedfw.os_root, seedfw.initramfs; the append line is
-os_root.kernel_args); without it, Buildroot's whole rootfs.cpio, which the kernel runs from RAM.
+Why an initramfs: Debian's generic kernel has ext4 and the SD/eMMC host drivers as modules
+(CONFIG_EXT4_FS=m, CONFIG_MMC_DW_ROCKCHIP=m, CONFIG_MMC_SDHCI_OF_DWCMSHC=m). With OS_ROOT_EXT4
+it is the small images/initramfs.cpio (role initrd, os-root) that loads them and switch_roots
+to the ext4 "rootfs" partition (the append line is layout.kernel_args); without it,
+Buildroot's whole rootfs.cpio, which the kernel runs from RAM.
 
 Kconfig symbols read: BUILDROOT, BUILDROOT_ROOTFS_CPIO, BUILDROOT_CONSOLE, KERNEL,
-KERNEL_PACKAGE, UBOOT, OS_ROOT_EXT4. Outputs: images/rk3588-rock-5b-seedfw.dtb, images/extlinux.conf,
-images/dvfs/opp.dtbo (the overlay applied), images/rk3588-os.json (what was checked, with the
+KERNEL_PACKAGE, UBOOT, OS_ROOT_EXT4. Needs roles: kernel, board-dtb, initrd, u-boot-elf,
+u-boot-build, opp-fragment. Places: kernel, initrd, boot-package-overlay (when provided).
+Outputs: images/<board DT>-seedfw.dtb, images/extlinux.conf,
+images/dvfs/opp.dtbo (the overlay applied), images/<board>-os.json (what was checked, with the
 figures and where they come from).
 """
 
 VERSION = "2"           # 2: the ext4 root (initramfs.cpio, root=PARTUUID)
-DTB = "rk3588-rock-5b-seedfw.dtb"
 CONF = "extlinux.conf"
-INFO = "rk3588-os.json"
 # What extlinux needs of U-Boot: bootstd with its extlinux method, ext4, booti for an arm64 Image.
 UBOOT_NEEDS = ("BOOTSTD", "BOOTMETH_EXTLINUX", "FS_EXT4", "CMD_BOOTI")
 MIB = 1 << 20
+# The one overlay U-Boot applies itself (extlinux fdtoverlays): the boot package's reserved region.
+VERIFY_OVERLAY = "boot-package-overlay"
 
 
-def wanted(ctx) -> bool:
-    v = ctx.values
-    return bool(v.get("BUILDROOT") and v.get("KERNEL") and v.get("UBOOT") and
-                v.get("BUILDROOT_ROOTFS_CPIO") and ctx.board.boot["flow"] == "extlinux")
+def enabled_by(ctx) -> bool:
+    return layout.extlinux_os(ctx)
+
+
+def dtb_name(ctx) -> str:
+    """The DT this part writes: the board's (board.yaml boot.dtb) with the OPP overlay."""
+    return f"{Path(kernel_dtb(ctx)).stem}-seedfw.dtb"
+
+
+def info_name(ctx) -> str:
+    return f"{ctx.board.name}-os.json"
 
 
 def kernel_dtb(ctx) -> str:
-    """The board's DT (board.yaml boot.dtb) as the kernel package installed it into images/."""
-    from . import kernel
-    pin = kernel.KernelPart().pin(ctx)
+    """The board's DT (board.yaml boot.dtb) as the kernel part installs it into images/."""
     want = ctx.board.boot.get("dtb") or ""
-    if not want or not any(d.endswith("/" + want) for d in pin.dtbs):
-        raise SeedfwError(f"kernel package {pin.package} has no device tree {want or '(none)'} "
-                          "(board.yaml boot.dtb; pin a kernel that ships it)",
-                          ctx.outdir / ".config", "CONFIG_KERNEL_PACKAGE")
+    if not want:
+        raise SeedfwError("no device tree for the extlinux boot (board.yaml boot.dtb)",
+                          ctx.board.dir / "board.yaml", "boot.dtb")
     return Path(want).name
 
 
 def initrd(ctx) -> str:
-    """The initramfs in images/: the small one that mounts the ext4 root (OS_ROOT_EXT4,
-    seedfw.initramfs), else Buildroot's whole rootfs.cpio."""
-    from .. import initramfs
-    from . import os_root
-    return initramfs.NAME if os_root.wanted(ctx) else "rootfs.cpio"
+    """The initramfs (role initrd): os-root's small one that mounts the ext4 root, else
+    Buildroot's whole rootfs.cpio."""
+    got = ctx.file("initrd")
+    return got.name if got is not None else "initrd"
 
 
 def boot_files(ctx) -> dict[str, str]:
-    """{path in the boot partition: file in images/}; {} when this stage is off."""
-    if not wanted(ctx):
-        return {}
-    return {"Image": "Image", kernel_dtb(ctx): DTB, initrd(ctx): initrd(ctx),
-            f"extlinux/{CONF}": CONF}
+    """{path in the boot partition: role} in extlinux.conf's order."""
+    return {"Image": "kernel", kernel_dtb(ctx): "dtb", initrd(ctx): "initrd",
+            f"extlinux/{CONF}": "extlinux", **verify_overlay(ctx)}
+
+
+def verify_overlay(ctx) -> dict[str, str]:
+    """{name: role} of the overlay reserving the boot package U-Boot verified (role
+    boot-package-overlay, seedfw.parts.fit_verify: provided on a board with a "boot-package"
+    region); {} when no enabled part provides it."""
+    got = ctx.file(VERIFY_OVERLAY)
+    return {got.name: VERIFY_OVERLAY} if got is not None else {}
 
 
 def opp_fragment(ctx) -> Path:
-    """The build's OPP fragment (seedfw.dvfs, images stage); made an overlay the way the
-    qemu-aarch64 OS FIT does it (seedfw.parts.os_fit.make_overlay: one fragment on "/")."""
-    return ctx.images / "dvfs" / "opp.dtb"
+    """The build's OPP fragment (role opp-fragment, the image part's); made an overlay the way
+    the OS FIT does it (seedfw.parts.overlay: one fragment on "/")."""
+    return ctx.file("opp-fragment")
 
 
 def extlinux(ctx, release: str, console: str) -> str:
-    from . import os_root
     dtb = kernel_dtb(ctx)
-    args = os_root.kernel_args(ctx) if os_root.wanted(ctx) else f"console={console} panic=-1"
-    what = "ext4 root" if os_root.wanted(ctx) else "Buildroot initramfs"
+    root = layout.ext4_root(ctx.values)
+    args = layout.kernel_args(ctx) if root else f"console={console} panic=-1"
+    what = "ext4 root" if root else "Buildroot initramfs"
     return "\n".join([
-        "# seedfw rk3588: read by U-Boot's bootstd (extlinux boot method) from partition",
+        f"# seedfw {ctx.board.name}: read by U-Boot's bootstd (extlinux boot method) from partition",
         "# \"boot\"; generated by seedfw (os-boot-files).",
         "default seedfw",
         "label seedfw",
@@ -108,6 +126,8 @@ def extlinux(ctx, release: str, console: str) -> str:
         "\tkernel /Image",
         f"\tfdt /{dtb}",
         f"\tinitrd /{initrd(ctx)}",
+        # applied by U-Boot at boot: the reserved-memory node of seedfw.parts.fit_verify
+        *(f"\tfdtoverlays /{name}" for name in verify_overlay(ctx)),
         f"\tappend {args}", ""])
 
 
@@ -160,9 +180,9 @@ def check_memory(env: dict[str, int], image: bytes, dtb_size: int, initrd_size: 
 
 
 def uboot_config(ctx) -> dict[str, str]:
-    from . import uboot_rockchip as rockchip
-    cache = json.loads((ctx.build_dir("u-boot") / "cache.json").read_text())
-    return rockchip.uboot_config(Path(cache["build"]))
+    """CONFIG_* of the U-Boot that was built (role u-boot-build: its build's .config)."""
+    cache = json.loads(ctx.file("u-boot-build").read_text())
+    return layout.read_dot_config(Path(cache["build"]) / ".config")
 
 
 class OsBootFilesPart(Part):
@@ -170,86 +190,111 @@ class OsBootFilesPart(Part):
     name = "os-boot-files"
     symbols = ("BUILDROOT", "BUILDROOT_ROOTFS_CPIO", "BUILDROOT_CONSOLE", "KERNEL",
                "KERNEL_PACKAGE", "UBOOT")
+    provides = ("dtb", "extlinux", "dtb-overlay", "os-boot-info")
+    when = ("BUILDROOT, KERNEL, UBOOT and BUILDROOT_ROOTFS_CPIO are y on a board with "
+            "capability extlinux")
 
-    def enabled(self, values):
-        return bool(values.get("BUILDROOT") and values.get("KERNEL") and values.get("UBOOT"))
+    def enabled(self, ctx):
+        return enabled_by(ctx)
 
     def steps(self, ctx):
-        return _steps(ctx) if wanted(ctx) else []
+        return _steps(ctx)
 
-    def artifacts(self, ctx):
-        if not wanted(ctx):
-            return []
-        return [ctx.images / n for n in (DTB, CONF, INFO)] + [ctx.images / "dvfs" / osimage.OVERLAY]
+    def outputs(self, ctx):
+        step = "os-boot-files.extlinux"
+        where = 'disk partition "boot" (ext4)'
+        storage = ctx.board.boot["storage"]
+        return [Output(ctx.images / dtb_name(ctx), step, ("dtb",),
+                       placement=Placement(storage=storage, partition="boot",
+                                           path=f"/{kernel_dtb(ctx)}"),
+                       kind="dtb", read_by="U-Boot (extlinux fdt), then Linux",
+                       location=f"{where}: /{kernel_dtb(ctx)}"),
+                Output(ctx.images / CONF, step, ("extlinux",),
+                       placement=Placement(storage=storage, partition="boot",
+                                           path=f"/extlinux/{CONF}"),
+                       kind="extlinux", read_by="U-Boot bootstd (extlinux boot method)",
+                       location=f"{where}: /extlinux/{CONF}"),
+                Output(ctx.images / info_name(ctx), step, ("os-boot-info",)),
+                Output(ctx.images / "dvfs" / OVERLAY, step, ("dtb-overlay",))]
 
-    def boot_artifacts(self, ctx):
-        return _boot_artifacts(ctx)
+    def places(self, ctx):
+        """The kernel and the initramfs at the paths extlinux.conf names."""
+        storage = ctx.board.boot["storage"]
+        return [Place("kernel", Placement(storage=storage, partition="boot", path="/Image")),
+                Place("initrd", Placement(storage=storage, partition="boot",
+                                          path=f"/{initrd(ctx)}"),
+                      kind="initramfs", read_by="U-Boot (extlinux initrd), then Linux",
+                      location=f'disk partition "boot" (ext4): /{initrd(ctx)}', qemu="initrd",
+                      qemu_modes=("os",)),
+                *[Place(role, Placement(storage=storage, partition="boot", path=f"/{name}"),
+                        kind="dtb-overlay",
+                        read_by="U-Boot (extlinux fdtoverlays), then Linux (reserved-memory)",
+                        location=f'disk partition "boot" (ext4): /{name}; reserves '
+                                 + _reserves(ctx))
+                  for name, role in verify_overlay(ctx).items()]]
 
 
-def _boot_artifacts(ctx):
-    if not wanted(ctx):
-        return []
-    where = 'disk partition "boot" (ext4)'
-    return [BootArtifact(CONF, "extlinux", "U-Boot bootstd (extlinux boot method)",
-                         f"{where}: /extlinux/{CONF}", partition="boot"),
-            BootArtifact(DTB, "dtb", "U-Boot (extlinux fdt), then Linux",
-                         f"{where}: /{kernel_dtb(ctx)}", partition="boot"),
-            BootArtifact(initrd(ctx), "initramfs", "U-Boot (extlinux initrd), then Linux",
-                         f"{where}: /{initrd(ctx)}", qemu="initrd", qemu_modes=("os",),
-                         partition="boot")]
+def _reserves(ctx) -> str:
+    r = next((r for r in ctx.board.memory if r.name == "boot-package"), None)
+    return f"0x{r.base:x}+0x{r.size:x}" if r else "the boot-package region"
 
 
 def _steps(ctx) -> list:
-    outs = [ctx.images / n for n in (DTB, CONF, INFO)] + [ctx.images / "dvfs" / osimage.OVERLAY]
+    DTB, INFO = dtb_name(ctx), info_name(ctx)
     dtb_in = kernel_dtb(ctx)
-    inputs_from = ("Image", dtb_in, initrd(ctx), "u-boot.elf")
+    roles = ("kernel", "board-dtb", "initrd", "u-boot-elf")
 
     def inputs():
-        files = {n: ctx.images / n for n in inputs_from}
+        files = {r: ctx.file(r) for r in roles}
         files["opp"] = opp_fragment(ctx)
-        return {"files": {n: util.sha256_file(p) if p.is_file() else None
+        return {"files": {n: util.sha256_file(p) if p is not None and p.is_file() else None
                           for n, p in files.items()},
                 "kernel": ctx.values.get("KERNEL_PACKAGE"),
                 "console": ctx.values.get("BUILDROOT_CONSOLE"), "version": VERSION,
                 "extlinux": extlinux(ctx, "", "")}
 
     def run(step):
-        say = lambda m: ctx.progress(f"  os: {m}")      # noqa: E731
-        work = ctx.build_dir("rk3588-os")
+        say = lambda m: ctx.progress(f"  os-boot-files: {m}")      # noqa: E731
+        work = ctx.build_dir(f"{ctx.board.name}-os")
         Part.fresh_dir(work)
         config = uboot_config(ctx)
+        uboot_elf = ctx.file("u-boot-elf")
         missing = [n for n in UBOOT_NEEDS if config.get(n) != "y"]
         if missing:
-            raise SeedfwError("the rk3588 U-Boot cannot boot extlinux.conf: "
+            raise SeedfwError(f"the {ctx.board.name} U-Boot cannot boot extlinux.conf: "
                               + ", ".join(f"CONFIG_{n}" for n in missing) + " not set",
-                              ctx.images / "u-boot.elf")
+                              uboot_elf)
         if not opp_fragment(ctx).is_file():
             raise SeedfwError("the OPP fragment was not built", opp_fragment(ctx))
-        overlay = osimage.make_overlay(opp_fragment(ctx), work / osimage.OVERLAY, step.log)
-        plan_mod.run_command(["fdtoverlay", "-i", ctx.images / dtb_in, "-o", work / DTB,
+        overlay = make_overlay(opp_fragment(ctx), work / OVERLAY, step.log)
+        board_dtb = ctx.file("board-dtb")
+        plan_mod.run_command(["fdtoverlay", "-i", board_dtb, "-o", work / DTB,
                               overlay], log=step.log)
         dt = fdt.parse((work / DTB).read_bytes(), work / DTB)
         compatible = ctx.board.boot.get("compatible")
         if compatible and compatible not in dt.strings("compatible"):
             raise SeedfwError(f"{dtb_in} is not compatible {compatible} (board.yaml "
                               f"boot.compatible; the DT says {dt.strings('compatible')})",
-                              ctx.images / dtb_in)
+                              board_dtb)
         release = (ctx.values.get("KERNEL_PACKAGE") or "").removeprefix("linux-image-")
         util.write_text(work / CONF, extlinux(ctx, release, console_arg(ctx, dt)))
-        image = (ctx.images / "Image").read_bytes()
-        memory = check_memory(uboot_environment(ctx.images / "u-boot.elf"), image,
-                              (work / DTB).stat().st_size,
-                              (ctx.images / initrd(ctx)).stat().st_size)
-        files = {n: (work / n if n in (DTB, CONF) else ctx.images / n)
-                 for n in boot_files(ctx).values()}
+        image = ctx.file("kernel").read_bytes()
+        initrd_file = ctx.file("initrd")
+        memory = check_memory(uboot_environment(uboot_elf), image,
+                              (work / DTB).stat().st_size, initrd_file.stat().st_size)
+        files = {"kernel": ctx.file("kernel"), "dtb": work / DTB, "initrd": initrd_file,
+                 "extlinux": work / CONF}
         total = sum(f.stat().st_size for f in files.values())
         # ext4 metadata (inode tables, journal: 4 MiB) takes ~10 % of a 64 MiB file system
         if total > OS_PARTITION_SIZE * 9 // 10:
             raise SeedfwError(f"the boot files ({total:,} bytes: kernel, DT, initramfs) do not "
                               f"fit the {OS_PARTITION_SIZE // MIB} MiB boot partition "
-                              "with room for ext4's metadata", ctx.images / initrd(ctx))
-        doc = {"boot_files": boot_files(ctx), "boot_bytes": total, "dtb": {"from": dtb_in, "overlay": overlay.name,
-                                                      "applied_with": "fdtoverlay"},
+                              "with room for ext4's metadata", initrd_file)
+        names = {"kernel": "Image", "dtb": DTB, "initrd": initrd_file.name, "extlinux": CONF,
+                 **{role: name for name, role in verify_overlay(ctx).items()}}
+        doc = {"boot_files": {p: names[r] for p, r in boot_files(ctx).items()},
+               "boot_bytes": total, "dtb": {"from": dtb_in, "overlay": overlay.name,
+                                            "applied_with": "fdtoverlay"},
                "uboot_config": {f"CONFIG_{n}": config.get(n) for n in UBOOT_NEEDS},
                "uboot_bootcmd": config.get("BOOTCOMMAND"), "memory": memory}
         util.write_json(work / INFO, doc)
@@ -258,6 +303,6 @@ def _steps(ctx) -> list:
         step.install({**{ctx.images / n: work / n for n in (DTB, CONF, INFO)},
                       ctx.images / "dvfs" / overlay.name: overlay})
 
-    needs = (*(ctx.images / n for n in inputs_from), opp_fragment(ctx))
-    return [plan_mod.Step("os.rk3588", run, needs=needs, inputs=inputs, version=VERSION,
-                          package="os", outputs=tuple(outs))]
+    needs = (*roles, "u-boot-build", "opp-fragment")
+    return [plan_mod.Step("os-boot-files.extlinux", run, needs=needs, inputs=inputs,
+                          version=VERSION, package="os-boot-files")]

@@ -1,4 +1,4 @@
-"""The OS FIT U-Boot boots (board boot.flow os-fit): kernel + initramfs + boot script + overlay."""
+"""The OS FIT U-Boot boots (board capability os-fit): kernel + initramfs + boot script + overlay."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from pathlib import Path
 from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
-from .base import BootArtifact, Part
-from .uboot import OS_FIT_ADDR as FIT_ADDR
+from .base import Output, Part, Placement
+from .layout import OS_FIT_ADDR as FIT_ADDR
+from .overlay import OVERLAY, make_overlay, overlay_dts  # noqa: F401  (tests use them from here)
 
-DOC = """OS FIT (board boot.flow: os-fit): kernel + Buildroot initramfs + boot script + OPP overlay,
+DOC = """OS FIT (board capability os-fit): kernel + Buildroot initramfs + boot script + OPP overlay,
 each with a sha256, for U-Boot to verify and boot. The disk part writes it raw into the "boot"
 partition; U-Boot's boot command (seedfw.parts.uboot) finds it there.
 
@@ -34,8 +35,8 @@ the same board file as the DVFS table in the boot package but reaches Linux by a
 which is why the agent (`--dt-opp /proc/device-tree`) compares the two.
 
 Kconfig symbols read: BUILDROOT, KERNEL, UBOOT, BUILDROOT_ROOTFS_CPIO, KERNEL_PACKAGE.
-Board: boot.flow, memory "boot-package". Needs: images/Image, rootfs.cpio, dvfs/opp.dtb.
-Output: images/<board>-os.itb, images/dvfs/opp.dtbo.
+Board: capability os-fit, memory "boot-package". Needs roles: kernel, rootfs-cpio, opp-fragment.
+Output: images/<board>-os.itb (role os-fit), images/dvfs/opp.dtbo (role dtb-overlay).
 """
 
 VERSION = "2"           # 2: the OPP overlay (image "opp", applied by the boot script)
@@ -46,33 +47,7 @@ RAMDISK_ADDR = 0x4C000000
 FDT_ADDR = 0x47000000
 FDT_COPY_SIZE = 0x100000
 OVERLAY_ADDR = 0x46F00000            # the overlay, just below the DT copy
-OVERLAY = "opp.dtbo"                 # in images/dvfs/, beside opp.dtb
 KERNEL_ARGS = "console=ttyAMA0 panic=-1"
-
-
-def wanted(ctx) -> bool:
-    v = ctx.values
-    return bool(v.get("BUILDROOT") and v.get("KERNEL") and v.get("UBOOT") and
-                v.get("BUILDROOT_ROOTFS_CPIO") and ctx.board.boot["flow"] == "os-fit")
-
-
-def overlay_dts(opp_dts: str) -> str:
-    """The OPP fragment (dtc's decompiled opp.dtb: `/dts-v1/;` then one root node) as an
-    overlay on "/": dtc turns `&{/}` in a /plugin/ source into fragment@0 / target-path."""
-    head = "/dts-v1/;\n\n/ {"
-    if not opp_dts.startswith(head):
-        raise SeedfwError("not a plain DT with one root node (dtc -O dts output expected)",
-                          "images/dvfs/opp.dtb")
-    return "/dts-v1/;\n/plugin/;\n\n&{/} {" + opp_dts[len(head):]
-
-
-def make_overlay(opp_dtb: Path, out: Path, log) -> Path:
-    """images/dvfs/opp.dtb → the overlay `out` (dtc -@; tests apply it with fdtoverlay)."""
-    text = util.run(["dtc", "-q", "-I", "dtb", "-O", "dts", opp_dtb], log=None).stdout.decode()
-    src = out.with_suffix(".dts")
-    src.write_text(overlay_dts(text))
-    util.run(["dtc", "-q", "-@", "-I", "dts", "-O", "dtb", "-o", out, src], log=log)
-    return out
 
 
 def name(ctx) -> str:
@@ -126,45 +101,50 @@ def its(board: str, kernel_release: str) -> str:
             "\t\t\tramdisk = \"ramdisk\";\n\t\t};\n\t};\n};\n")
 
 
+def enabled_by(ctx) -> bool:
+    v = ctx.values
+    return bool(v.get("BUILDROOT") and v.get("KERNEL") and v.get("UBOOT") and
+                v.get("BUILDROOT_ROOTFS_CPIO") and ctx.capable("os-fit"))
+
+
 class OsFitPart(Part):
     __doc__ = DOC
     name = "os-fit"
     symbols = ("BUILDROOT", "KERNEL", "UBOOT", "BUILDROOT_ROOTFS_CPIO", "KERNEL_PACKAGE")
+    provides = ("os-fit", "dtb-overlay")
+    when = "BUILDROOT, KERNEL, UBOOT and BUILDROOT_ROOTFS_CPIO are y on a board with capability os-fit"
 
-    def enabled(self, values):
-        return bool(values.get("BUILDROOT") and values.get("KERNEL") and values.get("UBOOT"))
+    def enabled(self, ctx):
+        return enabled_by(ctx)
 
     def steps(self, ctx):
-        return _steps(ctx) if wanted(ctx) else []
+        return _steps(ctx)
 
-    def artifacts(self, ctx):
-        # the overlay too: in the manifest for the direct OS boot (seedfw.run.os_boot)
-        return [ctx.images / name(ctx), ctx.images / "dvfs" / OVERLAY] if wanted(ctx) else []
-
-    def boot_artifacts(self, ctx):
-        return _boot_artifacts(ctx)
-
-
-def _boot_artifacts(ctx):
-    if not wanted(ctx):
-        return []
-    return [BootArtifact(name(ctx), "os-fit", "U-Boot (iminfo, then its boot script)",
-                         "disk partition \"boot\" (raw)", partition="boot"),
-            # Applied by U-Boot from the OS FIT; the direct OS boot (seedfw.run.os_boot) applies
-            # this copy to QEMU's own DT with fdtoverlay.
-            BootArtifact(OVERLAY, "dtb-overlay", "U-Boot (fdt apply) or fdtoverlay before QEMU",
-                         "image \"opp\" of the OS FIT", at_boot=False, qemu="dtb-overlay",
-                         qemu_modes=("os",))]
+    def outputs(self, ctx):
+        step = "os-fit.build"
+        return [Output(ctx.images / name(ctx), step, ("os-fit",),
+                       carries=("kernel", "rootfs-cpio", "dtb-overlay"),
+                       placement=Placement(storage=ctx.board.boot["storage"], partition="boot"),
+                       kind="os-fit", read_by="U-Boot (iminfo, then its boot script)",
+                       location="disk partition \"boot\" (raw)"),
+                # Applied by U-Boot from the OS FIT; the direct OS boot (seedfw.run.os_boot)
+                # applies this copy to QEMU's own DT with fdtoverlay (the overlay is in the
+                # manifest for it).
+                Output(ctx.images / "dvfs" / OVERLAY, step, ("dtb-overlay",), kind="dtb-overlay",
+                       read_by="U-Boot (fdt apply) or fdtoverlay before QEMU",
+                       location="image \"opp\" of the OS FIT", at_boot=False, qemu="dtb-overlay",
+                       qemu_modes=("os",))]
 
 
 def _steps(ctx) -> list:
     out = ctx.images / name(ctx)
-    inputs_from = ("Image", "rootfs.cpio", "dvfs/opp.dtb")
+    # the files of the FIT, by role, under the names its .its gives them
+    inputs_from = {"Image": "kernel", "rootfs.cpio": "rootfs-cpio", "dvfs/opp.dtb": "opp-fragment"}
     overlay = ctx.images / "dvfs" / OVERLAY
 
     def inputs():
-        return {"images": {n: util.sha256_file(ctx.images / n) if (ctx.images / n).is_file()
-                           else None for n in inputs_from},
+        return {"images": {n: util.sha256_file(ctx.file(r)) if ctx.file(r).is_file()
+                           else None for n, r in inputs_from.items()},
                 "epoch": util.source_date_epoch(), "board": ctx.board.name,
                 "script": script(ctx, 0), "its": its(ctx.board.name, ""),
                 "memory": [[m.name, m.base, m.size] for m in ctx.board.memory]}
@@ -175,8 +155,8 @@ def _steps(ctx) -> list:
             import shutil
             shutil.rmtree(work)
         work.mkdir(parents=True)
-        for n in inputs_from:
-            util.copy_file(ctx.images / n, work / Path(n).name)
+        for n, r in inputs_from.items():
+            util.copy_file(ctx.file(r), work / Path(n).name)
         make_overlay(work / "opp.dtb", work / OVERLAY, step.log)
         release = (ctx.values.get("KERNEL_PACKAGE") or "").removeprefix("linux-image-")
         size = (work / "rootfs.cpio").stat().st_size
@@ -185,9 +165,9 @@ def _steps(ctx) -> list:
         (work / "os.its").write_text(its(ctx.board.name, release))
         plan_mod.run_command(["mkimage", "-f", "os.its", name(ctx)], cwd=work, log=step.log,
                              env={"SOURCE_DATE_EPOCH": str(util.source_date_epoch())})
-        ctx.progress(f"  os: {name(ctx)} {(work / name(ctx)).stat().st_size:,} bytes "
+        ctx.progress(f"  os-fit: {name(ctx)} {(work / name(ctx)).stat().st_size:,} bytes "
                      f"(kernel, initramfs {size:,} bytes, boot script, OPP overlay)")
         step.install({out: work / name(ctx), overlay: work / OVERLAY})
 
-    return [plan_mod.Step("os.fit", run, needs=tuple(ctx.images / n for n in inputs_from),
-                          inputs=inputs, version=VERSION, package="os", outputs=(out, overlay))]
+    return [plan_mod.Step("os-fit.build", run, needs=tuple(inputs_from.values()),
+                          inputs=inputs, version=VERSION, package="os-fit")]

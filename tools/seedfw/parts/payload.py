@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import struct
 
-from .. import __version__, ccache, plan
+from .. import __version__, plan
+from ..cache import ccache
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR, ROOT
-from .base import BuildContext, Part
+from .base import BuildContext, Output, Part
 
 SOURCE = FIRMWARE_DIR / "payload"
 # Section compression: .rodata runs at this offset into the board's bl33 region; the container
@@ -41,8 +42,11 @@ class PayloadPart(Part):
     STEP_VERSION = "2"
     COMPRESS_VERSION = "1"
 
-    def enabled(self, values):
-        return bool(values.get("PAYLOAD"))
+    provides = ("payload", "payload-elf", "bl33", "dvfs-hints", "compression-fragment")
+    when = "PAYLOAD=y"
+
+    def enabled(self, ctx):
+        return bool(ctx.values.get("PAYLOAD"))
 
     def compress(self, ctx: BuildContext) -> bool:
         return bool(ctx.values.get("COMPRESS_SECTIONS"))
@@ -51,8 +55,17 @@ class PayloadPart(Part):
         """The step after which images/bl33.bin is what boots."""
         return "payload.compress" if self.compress(ctx) else "payload.build"
 
-    def artifacts(self, ctx):
-        return [ctx.images / "bl33.elf", ctx.images / "bl33.bin"]
+    def outputs(self, ctx):
+        # Without U-Boot the payload itself is what TF-A's FIP carries as BL33.
+        last = self.final_step(ctx)
+        out = [Output(ctx.images / "bl33.elf", "payload.build", ("payload-elf", "dvfs-hints")),
+               Output(ctx.images / "bl33.bin", last,
+                      ("payload",) + (() if ctx.values.get("UBOOT") else ("bl33",)))]
+        if self.compress(ctx):
+            from ..compress import stage as cstage
+            out.append(Output(cstage.fragment_path(ctx.outdir, "payload"), last,
+                              ("compression-fragment",), listed=False))
+        return out
 
     def make_vars(self, ctx: BuildContext) -> dict:
         board = ctx.board
@@ -78,11 +91,15 @@ class PayloadPart(Part):
         return {"PKG_ADDR": hex(region.base), "PKG_MAX": hex(region.size)} if region else {}
 
     def boot_image(self, ctx: BuildContext) -> str:
-        """The file in images/ a board reads at boot that ends up carrying bl33.bin."""
-        fmt = ctx.board.image.get("format")
-        if fmt == "fit":
-            return f"{ctx.board.name}.itb"
-        return "qemu_fw.bios" if ctx.values.get("TFA") else "bl33.bin"
+        """The file in images/ a board reads at boot that ends up carrying bl33.bin: the first
+        declared Output that carries role "payload" (the firmware FIT, the boot package), else
+        bl33.bin itself."""
+        got = ctx.carrier("payload")
+        return got.name if got is not None else "bl33.bin"
+
+    def sbom(self, ctx):
+        """seedfw's own BL33 payload: its source tree (firmware/payload + the shared trees)."""
+        return [self.own_firmware("seedfw-payload", [SOURCE], "BL33 payload (firmware/payload)")]
 
     def steps(self, ctx):
         cc = ctx.values["CROSS_COMPILE_A"] + "gcc"
@@ -107,19 +124,17 @@ class PayloadPart(Part):
 
         if not self.compress(ctx):
             return [plan.Step("payload.build", build, inputs=inputs, version=self.STEP_VERSION,
-                              package=self.name, outputs=tuple(self.artifacts(ctx)))]
+                              package=self.name)]
         from ..compress import stage as cstage
         cstage.settings(ctx.values, ctx.outdir / ".config")       # bad settings fail up front
         return [
             plan.Step("payload.build", build, inputs=inputs, version=self.STEP_VERSION,
-                      package=self.name, outputs=(ctx.images / "bl33.elf", out / "payload.bin")),
+                      package=self.name, outputs=(out / "payload.bin",)),
             plan.Step("payload.compress", lambda step: self.compress_rodata(ctx, step),
                       deps=("payload.build",), version=self.COMPRESS_VERSION, package=self.name,
                       inputs=lambda: {"settings": cstage.settings(ctx.values).stamp(),
                                       "symbols": plan.symbols(ctx.values, cstage.SYMBOLS),
-                                      "boot_image": self.boot_image(ctx)},
-                      outputs=(ctx.images / "bl33.bin", cstage.fragment_path(ctx.outdir,
-                                                                             "payload"))),
+                                      "boot_image": self.boot_image(ctx)}),
         ]
 
     def compress_rodata(self, ctx: BuildContext, step: plan.Step) -> None:

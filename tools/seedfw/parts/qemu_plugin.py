@@ -31,12 +31,15 @@ class QemuPluginPart(Part):
     symbols = ("COUNTERS_EMULATED",)
     VERSION = "1"
 
-    def enabled(self, values) -> bool:
-        return bool(values.get("COUNTERS_EMULATED"))
+    when = "COUNTERS_EMULATED=y"
+
+    def enabled(self, ctx) -> bool:
+        return bool(ctx.values.get("COUNTERS_EMULATED"))
 
     def check_config(self, cfg) -> None:
         board = getattr(cfg, "board", None)
-        if board is not None and not board.qemu:
+        # a board QEMU has no model of still counts its own OS image on QEMU virt (qemu_os)
+        if board is not None and not board.qemu and not board.raw.get("qemu_os"):
             raise SeedfwError(f"board '{board.name}' has no QEMU to count with", ".config",
                               "CONFIG_COUNTERS_EMULATED")
 

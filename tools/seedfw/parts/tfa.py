@@ -6,10 +6,11 @@ import re
 import shlex
 from pathlib import Path
 
-from .. import ccache, plan, sources, util
+from ..cache import ccache
+from .. import plan, sources, util
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
-from .base import BootArtifact, BuildContext, Part
+from .base import BuildContext, Output, Part, Placement
 
 PATCH_DIR = FIRMWARE_DIR / "tf-a" / "patches"
 
@@ -88,12 +89,18 @@ class TfaPart(Part):
     def sbom(self, ctx):
         src = source(ctx.values["TFA_VERSION"])
         files = sources.fetch(src, progress=lambda m: None)
-        return [self.component("trusted-firmware-a", src.version, {"id": "BSD-3-Clause"},
-                               [files[f.name] for f in src.files],
+        return [self.component("trusted-firmware-a", src.version, "BSD-3-Clause",
+                               [files[f.name] for f in src.files], supplier="Arm Limited",
+                               purl=_sbom_purl(src.version),
+                               patches=[p.name for p in src.patches], patch_origin="seedfw",
                                note="Debian +dfsg orig; seedfw patches in firmware/tf-a/patches")]
 
-    def enabled(self, values):
-        return bool(values.get("TFA"))
+    provides = ("bl31", "bl31-elf", "bl31-bin", "bl31-packed", "bl1", "bl2", "bl1-elf", "bl2-elf",
+                "fip", "bios", "dvfs-hints", "compression-fragment")
+    when = "TFA=y"
+
+    def enabled(self, ctx):
+        return bool(ctx.values.get("TFA"))
 
     def platform(self, ctx: BuildContext) -> str:
         return ctx.values.get("TFA_PLATFORM") or (ctx.board.tfa or {}).get("platform") or ""
@@ -107,9 +114,9 @@ class TfaPart(Part):
 
     @staticmethod
     def bl33(ctx: BuildContext) -> Path:
-        """What the FIP carries as BL33: U-Boot when it is built (it then loads the payload from
-        the disk image), else the payload itself."""
-        return ctx.images / ("u-boot.bin" if ctx.values.get("UBOOT") else "bl33.bin")
+        """What the FIP carries as BL33: the file providing role "bl33" (U-Boot when it is
+        built, which then loads the payload from the disk image, else the payload itself)."""
+        return ctx.file("bl33")
 
     def compress(self, ctx: BuildContext) -> bool:
         return bool(ctx.values.get("TFA_COMPRESS_RODATA"))
@@ -122,32 +129,47 @@ class TfaPart(Part):
         load segments otherwise (a FIT's split-elf loadables)."""
         return "bl31-lz4.bin" if self.has_fip(ctx) else "bl31-lz4.elf"
 
-    def artifacts(self, ctx):
-        names = ["bl31.elf"]
-        if self.has_fip(ctx):
-            names += ["bl1.elf", "bl2.elf", *self.BINARIES]
-        if self.compress(ctx):
-            names.append(self.compressed_name(ctx))
-        return [ctx.images / n for n in names]
-
-    def boot_artifacts(self, ctx):
-        if self.has_fip(ctx) and self.platform(ctx) == "qemu":
-            # `invoke flash` (runner qemu) programs it into the board's secure-flash drive
-            return [BootArtifact("qemu_fw.bios", "bios", "QEMU virt (-bios), BL1 then BL2 from the FIP",
-                                 "secure flash at 0x0 (BL1; FIP at 0x40000)", flash=("qemu",),
-                                 qemu="bios")]
-        return []     # rk3588: BL31 travels in a FIT (U-Boot's u-boot.itb or the firmware FIT)
+    def outputs(self, ctx):
+        """bl31.elf always; the BL31 a FIT carries (role "bl31": the ELF, or its compressed
+        load segments); on FIP boards BL1, BL2, the FIP and, where QEMU's -bios takes it
+        (capability qemu-bios), qemu_fw.bios."""
+        fip, packed = self.has_fip(ctx), self.compress(ctx)
+        build = "tfa.build"
+        last = "tfa.fip" if packed else build          # what makes BL1/BL2/FIP
+        elf_roles = ("bl31-elf", "dvfs-hints") + (() if fip or packed else ("bl31",))
+        out = [Output(ctx.images / "bl31.elf", build, elf_roles)]
+        if fip:
+            out += [Output(ctx.images / "bl1.elf", last, ("bl1-elf",)),
+                    Output(ctx.images / "bl2.elf", last, ("bl2-elf",)),
+                    Output(ctx.images / "bl1.bin", last, ("bl1",)),
+                    Output(ctx.images / "bl2.bin", last, ("bl2",)),
+                    Output(ctx.images / "bl31.bin", build, ("bl31-bin",))]
+            bios = ctx.capable("qemu-bios")
+            if bios:
+                # `invoke flash` (runner qemu) programs it into the board's secure-flash drive
+                out.append(Output(ctx.images / "qemu_fw.bios", last, ("bios",),
+                                  carries=("bl1", "bl2", "bl31", "bl33"),
+                                  placement=Placement(storage="pflash", offset=0),
+                                  kind="bios", read_by="QEMU virt (-bios), BL1 then BL2 from the FIP",
+                                  location="secure flash at 0x0 (BL1; FIP at 0x40000)",
+                                  flash=("qemu",), qemu="bios"))
+            out.append(Output(ctx.images / "fip.bin", last, ("fip",), carries=("bl31", "bl33")))
+            if not bios:
+                out.append(Output(ctx.images / "qemu_fw.bios", last, ()))
+        if packed:
+            out.append(Output(ctx.images / self.compressed_name(ctx), "tfa.compress",
+                              ("bl31-packed",) if fip else ("bl31",)))
+            from ..compress import stage as cstage
+            out.append(Output(cstage.fragment_path(ctx.outdir, "tfa"), "tfa.compress",
+                              ("compression-fragment",), listed=False))
+        return out
 
     def boot_image(self, ctx: BuildContext) -> str:
-        """The file in images/ a board reads at boot that carries BL31."""
-        if self.has_fip(ctx):
-            return "qemu_fw.bios" if self.platform(ctx) == "qemu" else "fip.bin"
-        from .firmware_image import bl31_in_uboot
-        from .uboot import UBOOT_ITB
-        if bl31_in_uboot(ctx):
-            return UBOOT_ITB                 # SPL loads BL31 from U-Boot's own FIT
-        return f"{ctx.board.name}.itb" if ctx.board.image.get("format") == "fit" else \
-            self.compressed_name(ctx)
+        """The file in images/ a board reads at boot that carries BL31: the first declared
+        Output carrying role "bl31" (qemu_fw.bios, fip.bin, U-Boot's u-boot.itb, the firmware
+        FIT), else the compressed BL31 itself."""
+        got = ctx.carrier("bl31")
+        return got.name if got is not None else self.compressed_name(ctx)
 
     def extra_vars(self, ctx: BuildContext) -> list[str]:
         text = ctx.values.get("TFA_EXTRA_MAKE_VARS") or ""
@@ -219,7 +241,7 @@ class TfaPart(Part):
             self.build(ctx, tree, build_base, step)
 
         # The FIP carries BL33 (U-Boot, or the payload): the step that makes it comes first.
-        bl33 = (self.bl33(ctx),) if self.with_bl33(ctx) else ()
+        bl33 = ("bl33",) if self.with_bl33(ctx) else ()
         steps = [
             plan.Step("tfa.fetch", fetch, inputs=fetch_inputs, version=self.FETCH_VERSION,
                       package=self.name),
@@ -235,31 +257,25 @@ class TfaPart(Part):
         if not self.compress(ctx):
             return steps + [plan.Step("tfa.build", build, deps=("tfa.extract",), needs=bl33,
                                       inputs=build_inputs, version=self.BUILD_VERSION,
-                                      package=self.name, outputs=tuple(self.artifacts(ctx)))]
+                                      package=self.name)]
         from ..compress import stage as cstage
         cstage.settings(ctx.values, ctx.outdir / ".config")       # bad settings fail up front
-        bl31_out = [ctx.images / "bl31.elf"] + ([ctx.images / "bl31.bin"] if self.has_fip(ctx)
-                                                else [])
         packed = ctx.images / self.compressed_name(ctx)
-        fragment = cstage.fragment_path(ctx.outdir, "tfa")
         steps += [
             plan.Step("tfa.build", build, deps=("tfa.extract",), inputs=build_inputs,
-                      version=self.BUILD_VERSION, package=self.name, outputs=tuple(bl31_out)),
+                      version=self.BUILD_VERSION, package=self.name),
             plan.Step("tfa.compress", lambda step: self.compress_bl31(ctx, step),
                       deps=("tfa.build",), package=self.name, version=self.COMPRESS_VERSION,
                       inputs=lambda: {"settings": cstage.settings(ctx.values).stamp(),
                                       "symbols": plan.symbols(ctx.values, cstage.SYMBOLS),
-                                      "boot_image": self.boot_image(ctx)},
-                      outputs=(packed, fragment)),
+                                      "boot_image": self.boot_image(ctx)}),
         ]
         if self.has_fip(ctx):
-            fip_out = [ctx.images / n for n in ("bl1.elf", "bl2.elf", *self.BINARIES)
-                       if n != "bl31.bin"]
             steps.append(plan.Step(
                 "tfa.fip", lambda step: self.build_fip(ctx, tree, build_base, packed, step),
                 deps=("tfa.compress",), needs=bl33, inputs=lambda: {"make": self.make_vars(ctx),
                                                               "targets": self.targets(ctx)},
-                version=self.BUILD_VERSION, package=self.name, outputs=tuple(fip_out)))
+                version=self.BUILD_VERSION, package=self.name))
         return steps
 
     def make_targets(self, ctx: BuildContext) -> list[str]:
@@ -339,13 +355,26 @@ class TfaPart(Part):
                     f"{res.image_size_before} -> {res.image_size_after}\n")
         ctx.progress(f"  tfa: BL31 .rodata {res.rodata_size} -> {res.container_size} B "
                      f"({res.section.verdict}); BL31 {res.image_size_before} -> "
-                     f"{res.image_size_after} B")
+                     f"{res.image_size_after} B"
+                     f"{growth_note(res.image_size_before, res.image_size_after, self.has_fip(ctx))}")
         frag = cstage.write_fragment(
             work / "tfa.json", "tfa", "images/bl31.elf", f"images/{name}", self.boot_image(ctx),
             s, dictionary, [res.section],
             {"bl31_bytes": {"before": res.image_size_before, "after": res.image_size_after}})
         step.install({ctx.images / name: work / name,
                       cstage.fragment_path(ctx.outdir, "tfa"): frag})
+
+
+def growth_note(before: int, after: int, flat: bool) -> str:
+    """Why a compressed BL31 that grew is kept, for the build's line. A flat BL31 (a FIP's
+    bl31.bin) keeps its zeroed .rodata and gains the container, so it grows; it stays because it
+    is the boot-path proof of the decoder (BL31's banner comes out of it). The saving is on
+    ELF-loaded BL31s (rk3588), where .rodata leaves the image."""
+    if after <= before:
+        return ""
+    if flat:
+        return "; larger: a flat image keeps the zeroed .rodata; kept as the decoder's boot-path proof"
+    return "; larger"
 
 
 # firmware/ trees BL31 compiles in with SEEDFW_LZ4_RODATA=1 (decoder + the container header)
@@ -356,3 +385,9 @@ def patch_series() -> list[str]:
     """Names of our TF-A patches, in the order they are applied (for reports)."""
     return [p.name for p in sorted(PATCH_DIR.glob("*.patch"))]
 
+
+def _sbom_purl(version: str) -> str:
+    # The Debian source package the orig comes from (its +dfsg repack is what was built).
+    from ..sbom import model
+    return model.purl("deb", "arm-trusted-firmware", VERSIONS[version]["debian_version"],
+                      namespace="debian", arch="source")

@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import ccache, paths, plan, sources, util
-from ..debian_pool import DebianPoolSite
+from ..cache import ccache
+from .. import paths, plan, sources, util
+from ..sources.debian_pool import DebianPoolSite
 from ..errors import SeedfwError
 from ..paths import FIRMWARE_DIR
-from .base import BootArtifact, BuildContext, Part
+from . import fit_verify
+from .base import BuildContext, Output, Part
+from .layout import OS_FIT_ADDR, dvfs_region
 
 UBOOT_FIRMWARE = FIRMWARE_DIR / "uboot"
 
@@ -57,16 +60,17 @@ class UbootPart(Part):
 
     Kconfig symbols read: UBOOT (enables it), UBOOT_VERSION, UBOOT_DEFCONFIG, UBOOT_ROCKCHIP_TPL,
     UBOOT_ALLOW_MISSING_BLOBS, CROSS_COMPILE_A, BUILD_JOBS.
-    Files read: firmware/uboot/<defconfig>.config (our fragment; every line must stick after
-    `make olddefconfig`), firmware/uboot/rk3588-seedfw.dtsi (rk3588: the DVFS FIT loadable and
-    its reserved-memory node, at board.yaml's memory region "dvfs").
+    Files read: the board's fragment (board.yaml uboot.fragment, else
+    firmware/uboot/<defconfig>.config; every line must stick after `make olddefconfig`) and its
+    control-DT include (uboot.dtsi, e.g. firmware/uboot/rk3588-seedfw.dtsi: the DVFS FIT
+    loadable and its reserved-memory node, at board.yaml's memory region "dvfs").
+    Board capabilities read: spl-fit (SPL loads U-Boot's own FIT: u-boot-spl.elf, and the
+    uboot-rockchip part packs the images), fit-bootcmd (seedfw's boot command, `bootcmd`).
     Steps: uboot.fetch (orig + debian.tar.xz, each by its pinned sha256, from the Debian pool or
     $SEEDFW_MIRROR_DIR) → uboot.build (cached compile: <cache>/u-boot/src-… is the patched
     tree, <cache>/u-boot/<defconfig>-<key>/ the build; a cache hit copies only the outputs).
-    rk3588 adds uboot.binman (seedfw.parts.uboot_rockchip) after the image stage.
-    Outputs in <out>/images/: u-boot.elf (debug ELF); qemu_arm64: u-boot.bin (TF-A's BL33);
-    rk3588: u-boot-spl.elf, and from uboot.binman u-boot-rockchip.bin, u-boot-rockchip-spi.bin,
-    idbloader.img, u-boot.itb, uboot.json (the blobs used and whether the images are functional).
+    Outputs (roles): u-boot.elf (u-boot-elf); build/u-boot/cache.json (u-boot-build);
+    u-boot.bin (bl33, without spl-fit: TF-A's BL33) or u-boot-spl.elf (u-boot-spl-elf).
     Reproducible: SOURCE_DATE_EPOCH fixes U-Boot's version date, -ffile-prefix-map keeps the
     cache paths out, and the fragment drops the machine-dependent version suffix.
     """
@@ -74,25 +78,31 @@ class UbootPart(Part):
     name = "uboot"
     symbols = ("UBOOT", "UBOOT_VERSION", "UBOOT_DEFCONFIG", "CROSS_COMPILE_A", "BUILD_JOBS")
     FETCH_VERSION = "1"
-    BUILD_VERSION = "3"
+    BUILD_VERSION = "4"   # 4: seedfw_verify in the default environment
 
     def sbom(self, ctx):
         src = source(ctx.values["UBOOT_VERSION"])
         files = sources.fetch(src, progress=lambda m: None)
-        out = [self.component("u-boot", src.version, {"id": "GPL-2.0-or-later"},
-                              [files[f.name] for f in src.files],
+        from ..sbom import model
+        debian = files[src.files[1].name]
+        out = [self.component("u-boot", src.version, "GPL-2.0-or-later",
+                              [files[f.name] for f in src.files], supplier="DENX Software "
+                              "Engineering (upstream); Debian (patch series)",
+                              purl=model.purl("deb", "u-boot", VERSIONS[src.version]
+                                              ["debian_version"], namespace="debian",
+                                              arch="source"),
+                              patches=debian_patches(debian), patch_origin="Debian",
                               note="upstream orig + Debian's patch series")]
         if self.rockchip(ctx):
-            from . import rkbin
-            got = rkbin.fetch(progress=lambda m: None)
-            out.append(self.component("rkbin", rkbin.COMMIT,
-                                      {"name": "LicenseRef-rkbin (see LICENSE)"},
-                                      [got[f.name] for f in rkbin.SOURCE.files],
-                                      note="binary-only vendor blobs"))
+            from ..sources import rkbin
+            out += rkbin.sbom_components(self)
         return out
 
-    def enabled(self, values):
-        return bool(values.get("UBOOT"))
+    provides = ("bl33", "u-boot-elf", "u-boot-spl-elf", "u-boot-build")
+    when = "UBOOT=y"
+
+    def enabled(self, ctx):
+        return bool(ctx.values.get("UBOOT"))
 
     # -- what the build is -------------------------------------------------------------------------
 
@@ -104,32 +114,59 @@ class UbootPart(Part):
         return name
 
     def rockchip(self, ctx: BuildContext) -> bool:
-        """Boards whose boot ROM is Rockchip's (board.yaml boot.rom): binman's Rockchip images,
-        the DVFS table as a u-boot.itb loadable, U-Boot's own boot command (bootstd)."""
-        return ctx.board.boot["rom"] == "rockchip"
+        """Boards whose SPL loads U-Boot's own FIT (capability spl-fit): binman's Rockchip
+        images, the DVFS table as a u-boot.itb loadable, U-Boot's own boot command (bootstd)."""
+        return ctx.capable("spl-fit")
 
     def fragment(self, ctx: BuildContext) -> Path:
-        path = UBOOT_FIRMWARE / f"{self.defconfig(ctx)}.config"
+        """The board's seedfw fragment (board.yaml uboot.fragment), else
+        firmware/uboot/<defconfig>.config."""
+        named = ctx.board.uboot.get("fragment")
+        path = paths.ROOT / named if named else UBOOT_FIRMWARE / f"{self.defconfig(ctx)}.config"
         if not path.is_file():
             raise SeedfwError(f"no seedfw fragment for U-Boot defconfig '{self.defconfig(ctx)}'",
                               path)
         return path
 
+    def dtsi(self, ctx: BuildContext) -> Path | None:
+        """The board's device-tree include for U-Boot's control DT (board.yaml uboot.dtsi)."""
+        named = ctx.board.uboot.get("dtsi")
+        return paths.ROOT / named if named else None
+
     def dtsi_text(self, ctx: BuildContext) -> str | None:
-        """The generated device-tree include (rk3588): the DVFS address from board.yaml, then
-        our dtsi. None for boards without one."""
-        if not self.rockchip(ctx):
+        """The generated device-tree include: the DVFS address from board.yaml, then the
+        board's dtsi. None for boards without one."""
+        if self.dtsi(ctx) is None:
             return None
         region = dvfs_region(ctx.board)
         return (f"#define SEEDFW_DVFS_ADDR 0x{region.base:08x}\n"
                 f"#define SEEDFW_DVFS_SIZE 0x{region.size:08x}\n"
                 f"#define SEEDFW_DVFS_NODE {region.base:x}\n"
-                f'#include "{UBOOT_FIRMWARE / "rk3588-seedfw.dtsi"}"\n')
+                f'#include "{self.dtsi(ctx)}"\n'
+                # seedfw_verify's `fdt checksign` key (seedfw.parts.fit_verify)
+                + (fit_verify.pubkey_dtsi(ctx.values) if self.verify_signature(ctx) else ""))
+
+    def verifies(self, ctx: BuildContext) -> bool:
+        """Whether U-Boot runs seedfw_verify (seedfw.parts.fit_verify): the board names the
+        memory region "boot-package" U-Boot hands the verified package over in (board.yaml;
+        a board without it keeps U-Boot's own boot command)."""
+        return fit_verify.region(ctx.board) is not None
+
+    def verify_signature(self, ctx: BuildContext) -> bool:
+        """Whether seedfw_verify checks the firmware FIT's signature: signing is on and the
+        control DT is ours to compile the key into (board.yaml uboot.dtsi; QEMU supplies
+        qemu_arm64's DT, so there the hashes are checked, not the signature)."""
+        return (fit_verify.signing(ctx.values) and self.dtsi(ctx) is not None
+                and self.verifies(ctx))
 
     def bootcmd(self, ctx: BuildContext) -> str | None:
-        """qemu_arm64's boot script (CONFIG_BOOTCOMMAND), addresses from board.yaml: read the
-        "firmware" partition of the virtio disk, verify every FIT hash (iminfo), copy the boot
-        package and the payload where the payload expects them (imxtract verifies again); then,
+        """The boot command (CONFIG_BOOTCOMMAND). A board with a "boot-package" region starts
+        with `run seedfw_verify` (seedfw.parts.fit_verify: the "firmware" partition read, every
+        FIT hash checked, the boot package copied to that region) and goes on only when it
+        verified. Capability extlinux: then bootstd (`bootflow scan -lb`, its default command),
+        i.e. extlinux.conf; a board without the region keeps U-Boot's own command (None).
+        Capability fit-bootcmd (qemu_arm64), addresses from board.yaml: copy the payload where
+        TF-A's BL33 runs; then,
         when the disk has a "boot" partition (an OS FIT, seedfw.parts.os_fit), verify it and run
         its boot script, else start the payload. A FIT that fails stops here with U-Boot's own
         hash error.
@@ -137,26 +174,24 @@ class UbootPart(Part):
         Why the OS is found on the disk at boot and not written into this command when the OS is
         built: the command is part of U-Boot's compile key, so switching Buildroot on or off would
         recompile U-Boot (~90 s) for a difference the disk image already carries."""
-        if self.rockchip(ctx):
-            return None
+        if not ctx.capable("fit-bootcmd"):
+            return fit_verify.bootcmd_extlinux() if self.verifies(ctx) and \
+                ctx.capable("extlinux") else None
         bl33 = ctx.board.region("bl33").base
-        pkg = ctx.board.region("boot-package").base
         os_fit = f"0x{OS_FIT_ADDR:x}"
-        return ("echo seedfw: firmware FIT from virtio partition firmware; virtio scan; "
-                "if part start virtio 0 firmware fw_blk && part size virtio 0 firmware fw_cnt && "
-                "virtio read ${kernel_addr_r} ${fw_blk} ${fw_cnt} && iminfo ${kernel_addr_r} && "
-                f"imxtract ${{kernel_addr_r}} package 0x{pkg:x} && "
+        # seedfw_verify (seedfw.parts.fit_verify) has read and checked the firmware FIT at
+        # ${kernel_addr_r} and copied the boot package out; the payload comes from there too.
+        return (f"run {fit_verify.VAR}; if test ${{{fit_verify.FLAG}}} = verified && "
                 f"imxtract ${{kernel_addr_r}} payload 0x{bl33:x}; then "
                 # An OS FIT is there when the "boot" partition starts with a DT header (FDT magic
                 # d00dfeed, read as a little-endian word); an empty partition means no OS.
                 "if part start virtio 0 boot os_blk && part size virtio 0 boot os_cnt && "
                 f"virtio read {os_fit} ${{os_blk}} 1 && itest.l *{os_fit} == 0xedfe0dd0; then "
-                "echo seedfw: firmware FIT verified; "
                 f"if virtio read {os_fit} ${{os_blk}} ${{os_cnt}} && iminfo {os_fit}; then "
                 f"echo seedfw: OS FIT verified, running its boot script; source {os_fit}:boot; fi; "
                 "echo seedfw: OS FIT rejected, not booting it; poweroff; fi; "
                 f"echo seedfw: FIT verified, starting the payload; go 0x{bl33:x}; "
-                "else echo seedfw: firmware FIT rejected, not starting it; fi; "
+                "fi; "
                 "setenv seedfw_os none; poweroff")
 
     def key_doc(self, ctx: BuildContext) -> dict:
@@ -166,9 +201,11 @@ class UbootPart(Part):
         return {"version": self.BUILD_VERSION, "pins": src.pins(), "defconfig": self.defconfig(ctx),
                 "fragment": util.sha256_file(self.fragment(ctx)),
                 "dtsi": None if dtsi is None else {
-                    "generated": dtsi.replace(str(UBOOT_FIRMWARE), "firmware/uboot"),
-                    "template": util.sha256_file(UBOOT_FIRMWARE / "rk3588-seedfw.dtsi")},
+                    "generated": dtsi.replace(str(paths.ROOT) + "/", ""),
+                    "template": util.sha256_file(self.dtsi(ctx))},
                 "bootcmd": self.bootcmd(ctx),
+                "verify": fit_verify.script(ctx.board, self.verify_signature(ctx))
+                if self.verifies(ctx) else None,
                 "cross_compile": ctx.values["CROSS_COMPILE_A"],
                 "toolchain": ctx.toolchain(ctx.values["CROSS_COMPILE_A"] + "gcc"),
                 "source_date_epoch": util.source_date_epoch()}
@@ -179,34 +216,22 @@ class UbootPart(Part):
 
     # -- declarations --------------------------------------------------------------------------------
 
-    def artifacts(self, ctx):
-        names = ["u-boot.elf"]
+    def outputs(self, ctx):
+        """u-boot.elf; with SPL's FIT (spl-fit) u-boot-spl.elf (binman's images are the
+        uboot-rockchip part's), else u-boot.bin, TF-A's BL33 (inside the FIP of qemu_fw.bios,
+        not read from storage itself); and the cached build's description (role u-boot-build:
+        JSON {"tree", "build", "key"}; <build>/.config is the configuration U-Boot was built
+        with), for the parts that pack or check what was compiled."""
+        out = [Output(ctx.images / "u-boot.elf", "uboot.build", ("u-boot-elf",)),
+               Output(ctx.build_dir("u-boot") / "cache.json", "uboot.build", ("u-boot-build",),
+                      listed=False)]
         if self.rockchip(ctx):
-            names += ["u-boot-spl.elf", *ROCKCHIP_OUTPUTS, "uboot.json"]
+            out.append(Output(ctx.images / "u-boot-spl.elf", "uboot.build", ("u-boot-spl-elf",)))
         else:
-            names.append("u-boot.bin")
-        return [ctx.images / n for n in names]
-
-    def boot_artifacts(self, ctx):
-        if not self.rockchip(ctx):
-            # inside the FIP of qemu_fw.bios (declared by TF-A), not read from storage itself
-            return [BootArtifact("u-boot.bin", "bl33", "TF-A BL2, from the FIP (BL33)",
-                                 "qemu_fw.bios", at_boot=False)]
-        return [
-            # The combined images are idbloader.img + u-boot.itb at their offsets (SD/eMMC or SPI
-            # layout): written as a whole, but what the boot chain reads are the two parts
-            # declared below, so they are not counted as read at boot (no double count).
-            BootArtifact("u-boot-rockchip.bin", "boot", "RK3588 boot ROM (idblock), then SPL",
-                         "eMMC/SD sector 64 (32 KiB); its u-boot.itb lands at 8 MiB",
-                         at_boot=False),
-            BootArtifact("u-boot-rockchip-spi.bin", "boot", "RK3588 boot ROM (idblock), then SPL",
-                         "SPI NOR offset 0 (idblock at 0x8000, u-boot.itb at 0x60000)",
-                         at_boot=False),
-            BootArtifact("idbloader.img", "idbloader", "RK3588 boot ROM",
-                         "eMMC/SD sector 64 (alone, with u-boot.itb at sector 16384)"),
-            BootArtifact("u-boot.itb", "fit", "U-Boot SPL (verifies every image's sha256)",
-                         "eMMC/SD sector 16384 (8 MiB)"),
-        ]
+            out.append(Output(ctx.images / "u-boot.bin", "uboot.build", ("bl33",), kind="bl33",
+                              read_by="TF-A BL2, from the FIP (BL33)", location="qemu_fw.bios",
+                              at_boot=False))
+        return out
 
     # -- steps ---------------------------------------------------------------------------------------
 
@@ -239,9 +264,7 @@ class UbootPart(Part):
             step.install(files)
 
         # The cached build's marker too: a cleaned cache makes the step run (and compile) again.
-        outputs = [ctx.images / "u-boot.elf", ctx.build_dir("u-boot") / "cache.json",
-                   self.cache_dir(ctx) / "seedfw-cache.json",
-                   ctx.images / ("u-boot-spl.elf" if self.rockchip(ctx) else "u-boot.bin")]
+        outputs = [self.cache_dir(ctx) / "seedfw-cache.json"]
         return [
             plan.Step("uboot.fetch", fetch, inputs=fetch_inputs, version=self.FETCH_VERSION,
                       package=self.name),
@@ -307,6 +330,14 @@ class UbootPart(Part):
             work.rename(final)
             return final
 
+    def _verify_env(self, ctx, tree: Path, work: Path) -> str:
+        """seedfw_verify into the default environment (seedfw.parts.fit_verify): a .env beside
+        the build, named by CONFIG_ENV_SOURCE_FILE (the board's own .env included in it)."""
+        value, own = fit_verify.env_source_file(tree, work, work / "seedfw")
+        util.write_text(work / "seedfw.env", fit_verify.env_text(
+            ctx.board, self.verify_signature(ctx), own))
+        return f'CONFIG_ENV_SOURCE_FILE="{value}"'
+
     def _make(self, ctx, tree: Path, work: Path, log: Path, say) -> None:
         import time
         defconfig = self.defconfig(ctx)
@@ -325,6 +356,8 @@ class UbootPart(Part):
             extra.append(f'CONFIG_DEVICE_TREE_INCLUDES="{work / "seedfw.dtsi"}"')
         if self.bootcmd(ctx) is not None:
             extra.append(f'CONFIG_BOOTCOMMAND="{self.bootcmd(ctx)}"')
+        if self.verifies(ctx):
+            extra.append(self._verify_env(ctx, tree, work))
         with open(work / ".config", "a") as f:
             f.write("\n# seedfw fragment\n" + "\n".join(extra) + "\n")
         plan.run_command(["make", "-C", tree, f"O={work}", "olddefconfig"], env=env, log=log)
@@ -354,18 +387,12 @@ class UbootPart(Part):
         say(f"compiled U-Boot {defconfig} in {time.monotonic() - started:.0f} s")
 
 
-# Where qemu_arm64's boot command reads the OS FIT (seedfw.parts.os_fit unpacks it from there):
-# RAM from 0x40000000; the firmware FIT's payload sits at 0x60000000, the boot package at 0x60400000.
-OS_FIT_ADDR = 0x48000000
-
-UBOOT_ITB = "u-boot.itb"            # U-Boot's FIT: U-Boot proper, BL31's segments, its DT (binman)
-ROCKCHIP_OUTPUTS = ("u-boot-rockchip.bin", "u-boot-rockchip-spi.bin", "idbloader.img", UBOOT_ITB)
-
-
-def dvfs_region(board):
-    """board.yaml memory region "dvfs": where SPL loads the DVFS table (reserved in the DT)."""
-    region = next((r for r in board.memory if r.name == "dvfs"), None)
-    if region is None:
-        raise SeedfwError("no memory region 'dvfs' (where SPL loads the DVFS table)",
-                          board.dir / "board.yaml", "memory")
-    return region
+def debian_patches(debian_tar: Path) -> list[str]:
+    """Debian's patch series (debian/patches/series of the pinned, sha256-verified
+    debian.tar.xz), in order: the pedigree of the U-Boot component."""
+    import tarfile
+    with tarfile.open(debian_tar) as tar:
+        member = tar.extractfile("debian/patches/series")
+        text = member.read(1 << 20).decode("utf-8", "replace") if member else ""
+    return [line.split()[0] for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]

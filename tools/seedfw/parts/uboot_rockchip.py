@@ -10,15 +10,23 @@ from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
 from ..images import idblock
-from . import rkbin
-from .base import Part
-from .firmware_image import bl31_image
-from .uboot import ROCKCHIP_OUTPUTS, UbootPart, dvfs_region
+from ..sources import rkbin
+from .base import Output, Part, Placement
+from .layout import dvfs_region
+
+UBOOT_ITB = "u-boot.itb"            # U-Boot's FIT: U-Boot proper, BL31's segments, its DT (binman)
+ROCKCHIP_OUTPUTS = ("u-boot-rockchip.bin", "u-boot-rockchip-spi.bin", "idbloader.img", UBOOT_ITB)
+SPI = "u-boot-rockchip-spi.bin"     # binman writes it only for boards that boot from SPI NOR
+
+
+def outputs_of(ctx) -> tuple[str, ...]:
+    """ROCKCHIP_OUTPUTS this board's U-Boot makes: the SPI image with capability spi-nor."""
+    return tuple(n for n in ROCKCHIP_OUTPUTS if n != SPI or ctx.capable("spi-nor"))
 
 VERSION = "1"
 SYMBOLS = ("UBOOT", "UBOOT_ROCKCHIP_TPL", "UBOOT_ALLOW_MISSING_BLOBS", "TFA_COMPRESS_RODATA")
 
-DOC = """Rockchip boot images (board boot.rom: rockchip): binman packs U-Boot's SPL and proper, the
+DOC = """Rockchip boot images (board capability spl-fit): binman packs U-Boot's SPL and proper, the
 rkbin DDR init blob, our BL31 and the DVFS table; then every output is read back and checked.
 
 Why binman runs here and not inside U-Boot's make: the compile is cached between output
@@ -34,13 +42,10 @@ digests, the DDR blob inside it), u-boot.itb at 0x7f8000 (SD) / 0x60000 (SPI), e
 the DVFS image equal to dvfs.bin at its reserved address, BL31's segments equal to the ELF's.
 
 Kconfig symbols read: UBOOT, UBOOT_ROCKCHIP_TPL, UBOOT_ALLOW_MISSING_BLOBS, TFA_COMPRESS_RODATA.
-Outputs: images/u-boot-rockchip.bin, u-boot-rockchip-spi.bin, idbloader.img, u-boot.itb,
+Needs roles: u-boot-build (the cached compile), bl31, dvfs.
+Outputs: images/u-boot-rockchip.bin, u-boot-rockchip-spi.bin (capability spi-nor), idbloader.img, u-boot.itb,
 uboot.json (blobs used with their sha256; "non_functional": {file: why} for placeholders).
 """
-
-
-def wanted(ctx) -> bool:
-    return bool(ctx.values.get("UBOOT")) and UbootPart().rockchip(ctx)
 
 
 def ddr_blob(ctx, log, say) -> tuple[Path | None, str | None]:
@@ -118,17 +123,22 @@ def bl31_segments(path: Path) -> list[tuple[int, bytes]]:
 
 
 def check_outputs(out: Path, tpl: bytes, dvfs: bytes, dvfs_addr: int,
-                  segments: list[tuple[int, bytes]]) -> list[str]:
+                  segments: list[tuple[int, bytes]], spi_image: bool = True) -> list[str]:
     """Every property of a functional set of images; returns the checks done (for the log),
-    raises SeedfwError naming the file and offset of the first that fails."""
+    raises SeedfwError naming the file and offset of the first that fails. `spi_image`: the
+    board boots from SPI NOR too (capability spi-nor), so u-boot-rockchip-spi.bin must be there."""
     done = []
     sd = (out / "u-boot-rockchip.bin").read_bytes()
     itb = (out / "u-boot.itb").read_bytes()
-    spi = (out / "u-boot-rockchip-spi.bin").read_bytes()
     idb = (out / "idbloader.img").read_bytes()
-    for name, blob, base, fit_at in (("u-boot-rockchip.bin", sd, 0, idblock.SD_FIT_OFFSET),
-                                     ("u-boot-rockchip-spi.bin", spi, idblock.SPI_IDBLOCK_OFFSET,
-                                      idblock.SPI_FIT_OFFSET)):
+    images = [("u-boot-rockchip.bin", sd, 0, idblock.SD_FIT_OFFSET)]
+    if spi_image:
+        if not (out / SPI).is_file():
+            raise SeedfwError("binman wrote no SPI image (board capability spi-nor; is "
+                              "CONFIG_ROCKCHIP_SPI_IMAGE set?)", out / SPI)
+        images.append((SPI, (out / SPI).read_bytes(), idblock.SPI_IDBLOCK_OFFSET,
+                       idblock.SPI_FIT_OFFSET))
+    for name, blob, base, fit_at in images:
         block = idblock.parse(blob, base, out / name)
         if not block.ok:
             raise SeedfwError("RKNS digests do not match", out / name, f"offset 0x{base:x}")
@@ -165,24 +175,62 @@ class UbootRockchipPart(Part):
     __doc__ = DOC
     name = "uboot-rockchip"
     symbols = SYMBOLS
+    provides = ("u-boot-rockchip", "u-boot-rockchip-spi", "idbloader", "u-boot-itb")
+    when = "UBOOT=y on a board with capability spl-fit"
 
-    def enabled(self, values):
-        return bool(values.get("UBOOT"))
+    def enabled(self, ctx):
+        return bool(ctx.values.get("UBOOT")) and ctx.capable("spl-fit")
+
+    def outputs(self, ctx):
+        # The combined images are idbloader.img + u-boot.itb at their offsets (SD/eMMC or SPI
+        # layout): written as a whole, but what the boot chain reads are the two parts declared
+        # after them, so they are not counted as read at boot (no double count).
+        storage = ctx.board.boot["storage"]
+        step = "uboot-rockchip.binman"
+        rom = f"{ctx.board.soc.upper()} boot ROM"
+        # where board.yaml's disk puts the SD image (the boot ROM reads sector 64)
+        base = next((p.get("offset") for p in ctx.board.partitions
+                     if "u-boot-rockchip" in p["roles"]), None)
+        base = 64 * idblock.SECTOR if base is None else base
+        return [
+            Output(ctx.images / "u-boot-rockchip.bin", step, ("u-boot-rockchip",),
+                   carries=("idbloader", "u-boot-itb"),
+                   placement=Placement(storage=storage, offset=base),
+                   kind="boot", read_by=f"{rom} (idblock), then SPL",
+                   location="eMMC/SD sector 64 (32 KiB); its u-boot.itb lands at 8 MiB",
+                   at_boot=False),
+            *([Output(ctx.images / SPI, step, ("u-boot-rockchip-spi",),
+                      placement=Placement(storage="spi-nor", offset=0),
+                      kind="boot", read_by=f"{rom} (idblock), then SPL",
+                      location="SPI NOR offset 0 (idblock at 0x8000, u-boot.itb at 0x60000)",
+                      at_boot=False)] if ctx.capable("spi-nor") else []),
+            Output(ctx.images / "idbloader.img", step, ("idbloader",),
+                   placement=Placement(storage=storage, offset=base),
+                   kind="idbloader", read_by=rom,
+                   location="eMMC/SD sector 64 (alone, with u-boot.itb at sector 16384)"),
+            Output(ctx.images / UBOOT_ITB, step, ("u-boot-itb",),
+                   carries=ctx.board.fit_roles("u-boot-itb") or ("u-boot", "bl31", "dvfs"),
+                   placement=Placement(storage=storage, offset=base + idblock.SD_FIT_OFFSET),
+                   kind="fit", read_by="U-Boot SPL (verifies every image's sha256)",
+                   location="eMMC/SD sector 16384 (8 MiB)"),
+            Output(ctx.images / "uboot.json", step, ("u-boot-blobs",)),
+        ]
 
     def steps(self, ctx):
-        return _steps(ctx) if wanted(ctx) else []
+        return _steps(ctx)
 
 
 def _steps(ctx) -> list:
     check_up_front(ctx)
     dvfs_region(ctx.board)                     # fails up front when board.yaml lacks it
     say = lambda m: ctx.progress(f"  uboot: {m}")       # noqa: E731
-    cache_file = ctx.build_dir("u-boot") / "cache.json"
+    cache_file = ctx.file("u-boot-build")
+    bl31_image = lambda ctx: ctx.file("bl31")           # noqa: E731
 
     def inputs():
         override = ctx.values.get("UBOOT_ROCKCHIP_TPL")
         bl31 = bl31_image(ctx)
-        dvfs = ctx.images / "dvfs" / "dvfs.bin"
+        dvfs = ctx.file("dvfs")
         return {"symbols": plan_mod.symbols(ctx.values, SYMBOLS),
                 "compile": json.loads(cache_file.read_text())["key"] if cache_file.is_file() else None,
                 "bl31": util.sha256_file(bl31) if bl31.is_file() else None,
@@ -196,8 +244,8 @@ def _steps(ctx) -> list:
         tree, build = Path(cache["tree"]), Path(cache["build"])
         tpl, missing = ddr_blob(ctx, step.log, say)
         bl31 = bl31_image(ctx)
-        dvfs = ctx.images / "dvfs" / "dvfs.bin"
-        work = UbootPart.fresh_dir(ctx.build_dir("u-boot-binman"))
+        dvfs = ctx.file("dvfs")
+        work = Part.fresh_dir(ctx.build_dir("u-boot-binman"))
         indir = work / "in"            # binman finds dvfs.bin here, and nothing else of ours
         indir.mkdir()
         shutil.copyfile(dvfs, indir / "dvfs.bin")
@@ -214,7 +262,7 @@ def _steps(ctx) -> list:
                          {"name": rkbin.DDR.name, "sha256": util.sha256_file(tpl)}}}
         if missing is None:
             for line in check_outputs(out, tpl.read_bytes(), dvfs.read_bytes(), region.base,
-                                      bl31_segments(bl31)):
+                                      bl31_segments(bl31), ctx.capable("spi-nor")):
                 with open(step.log, "a") as f:
                     f.write(f"checked: {line}\n")
             sd = (out / "u-boot-rockchip.bin").stat().st_size
@@ -222,17 +270,15 @@ def _steps(ctx) -> list:
                 f"with DVFS at 0x{region.base:x}; every hash checked")
         else:
             why = f"placeholder: {missing} (built with --allow-missing-blobs)"
-            # the disk image carries u-boot-rockchip.bin: a placeholder too
-            disk = f"{ctx.board.name}-disk.img"
-            doc["non_functional"] = {n: why for n in (*ROCKCHIP_OUTPUTS, disk, f"{disk}.bmap")}
+            # what carries u-boot-rockchip.bin (the disk image and its map): placeholders too
+            disk = [o.name for o in ctx.outputs if "u-boot-rockchip" in o.carries]
+            doc["non_functional"] = {n: why for n in (*outputs_of(ctx), *disk)}
             say(f"NON-FUNCTIONAL placeholder images: {missing}")
-            for name in ROCKCHIP_OUTPUTS:            # binman may leave some out: still declared
+            for name in outputs_of(ctx):            # binman may leave some out: still declared
                 if not (out / name).is_file():
                     (out / name).write_bytes(b"")
         util.write_json(out / "uboot.json", doc)
-        step.install({ctx.images / n: out / n for n in (*ROCKCHIP_OUTPUTS, "uboot.json")})
+        step.install({ctx.images / n: out / n for n in (*outputs_of(ctx), "uboot.json")})
 
-    needs = (cache_file, bl31_image(ctx), ctx.images / "dvfs" / "dvfs.bin")
-    return [plan_mod.Step("uboot.binman", run, needs=needs, inputs=inputs, version=VERSION,
-                          package="uboot",
-                          outputs=tuple(ctx.images / n for n in (*ROCKCHIP_OUTPUTS, "uboot.json")))]
+    return [plan_mod.Step("uboot-rockchip.binman", run, needs=("u-boot-build", "bl31", "dvfs"),
+                          inputs=inputs, version=VERSION, package="uboot-rockchip")]

@@ -1,8 +1,8 @@
 """Readers of the JSON documents the run-time and OS stages leave in an output directory, for
 the report sections that show them: the emulated traffic counters (counters/emulated-*.json),
 the OS agent's perf windows (counters/perf-boot.json), the model cards (images/models.json), the
-compiler-cache summary (images/ccache.json) and its bench result, and the OS summary
-(images/buildroot.json).
+boot package's entries (images/images.json), the compiler-cache summary (images/ccache.json)
+and a bench result given on the command line, and the OS summary (images/buildroot.json).
 
 Like report/inputs.py (whose `load_json` door they use), each returns None when its file is
 absent and raises SeedfwError naming the file and field when it is present but wrong: a string
@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SeedfwError
+from .fields import check
 from .inputs import check_provenance, load_json
 
 REGION = {"load_bytes?": "count", "store_bytes?": "count", "loads?": "count", "stores?": "count"}
@@ -56,22 +57,43 @@ def perf_boot(outdir: Path) -> tuple[Path, dict] | None:
 
 
 CARD = {"name": "str", "target": "str", "dtype": "str", "file_bytes": "count", "sha256": "str",
-        "metric": "str", "fp32": "number", "npu": "number", "simulator?": "str?",
+        "metric": "str", "fp32": "number", "simulated": "number", "simulator?": "str?",
         "toolkit_version?": "str?", "cosine?": "number?", "weight_bytes?": "count?",
-        "internal_bytes?": "count?", "compile_seconds?": "number?", "cached?": "bool?",
+        "internal_bytes?": "count?", "compile_seconds?": "number?",
+        "cached?": "bool?",      # written by builds before 2026-12 (now in the log only)
         "source?": "any"}
 CARDS = {"frame_rate?": "count?", "models?": [CARD]}
 
 
 def model_cards(outdir: Path) -> tuple[Path, dict] | None:
-    """images/models.json (seedfw.parts.models), checked; None when absent."""
+    """images/models.json (seedfw.parts.models), checked; None when absent. A card of an output
+    directory built before the rename says `npu` for `simulated`: read as a synonym
+    (seedfw.models.cards)."""
+    from ..models import cards
     path = Path(outdir) / "images" / "models.json"
     if not path.exists():
         return None
-    doc = load_json(path, CARDS)
+    doc = load_json(path)
+    if isinstance(doc, dict) and isinstance(doc.get("models"), list):
+        doc = dict(doc, models=[cards.current(c) if isinstance(c, dict) else c
+                                for c in doc["models"]])
+    doc = check(doc, CARDS, path)
     if doc.get("frame_rate") is not None and not 1 <= doc["frame_rate"] <= 100000:
         raise SeedfwError("must be a frame rate from 1 to 100000 frames/s", path, "frame_rate")
     return path, doc
+
+
+PACKAGE = {"entries?": [{"name": "str", "type": "str", "size": "count", "stored_size": "count",
+                         "sha256?": "str?"}]}
+
+
+def package_entries(outdir: Path) -> list[dict]:
+    """images/images.json's entries (seedfw.images: what the boot package holds, each with its
+    size and the bytes it is stored in), checked; [] when the build wrote none."""
+    path = Path(outdir) / "images" / "images.json"
+    if not path.exists():
+        return []
+    return load_json(path, PACKAGE).get("entries") or []
 
 
 CCACHE = {"hits": "count", "misses": "count", "hit_rate": "number", "remote?": "str?",
@@ -80,8 +102,8 @@ CCACHE = {"hits": "count", "misses": "count", "hit_rate": "number", "remote?": "
 
 
 def ccache_summary(outdir: Path) -> dict | None:
-    """images/ccache.json (seedfw.ccache.finish), checked; None when absent."""
-    from ..ccache import STATS_FILE
+    """images/ccache.json (seedfw.cache.ccache.finish), checked; None when absent."""
+    from ..cache.ccache import STATS_FILE
     path = Path(outdir) / "images" / STATS_FILE
     if not path.exists():
         return None
@@ -95,14 +117,15 @@ BENCH = {"host": "str", "date": "str", "cold_s": "number", "warm_s": "number",
          "ratio": "number"}
 
 
-def ccache_bench() -> dict | None:
-    """bench/cache_speed.py's result on this host (seedfw.ccache.bench_path), with its path;
-    None when there is none. A result that is not one is an error naming the field."""
-    from ..ccache import bench_path
-    path = bench_path()
-    if not path.exists():
+def ccache_bench(path) -> dict | None:
+    """A bench/cache_speed.py result given on the command line (`invoke report --ccache-bench
+    FILE`), with `path` = the file's name only (never its directory: a home path does not belong
+    in a report); None when none was given. The report never looks in the benchmark cache
+    (seedfw.cache.ccache.bench_path) itself: the same build must give the same report on any
+    machine. A result that is not one is an error naming the field."""
+    if not path:
         return None
-    return dict(load_json(path, BENCH), path=str(path))
+    return dict(load_json(Path(path), BENCH), path=f"--ccache-bench {Path(path).name}")
 
 
 BUILDROOT = {"version?": "str?", "rootfs?": {"*": {"size": "count", "entries?": "count?"}},

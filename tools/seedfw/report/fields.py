@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from ..errors import SeedfwError
-from ..images.reading import plain
+from ..reading import plain
 
 _WHAT = {"str": "a string", "count": "a non-negative whole number", "number": "a number",
          "bool": "true or false", "any": "a value"}

@@ -1,4 +1,4 @@
-"""The report's inputs as one fuzz target (`invoke fuzz --target py-report`, seedfw.pyfuzz).
+"""The report's inputs as one fuzz target (`invoke fuzz --target py-report`, seedfw.fuzz.pyfuzz).
 
 An input is one selector byte and a document: the byte picks which file of an output directory
 the rest becomes (KINDS), the reader of that file runs (report/inputs.py, report/documents.py)
@@ -104,7 +104,7 @@ def seeds() -> list[bytes]:
                                     "readings": {"windows": {"boot": {"cpu": {"ns": 5}}}}},
         "images/models.json": {"frame_rate": 30, "models": [{
             "name": "digits", "target": "rk3588", "dtype": "int8", "file_bytes": 100,
-            "sha256": "ab" * 32, "metric": "top1", "fp32": 0.9, "npu": 0.8,
+            "sha256": "ab" * 32, "metric": "top1", "fp32": 0.9, "simulated": 0.8,
             "weight_bytes": 50}]},
         "images/ccache.json": {"hits": 3, "misses": 1, "hit_rate": 0.75, "remote": None,
                                "remote_hits": 0, "remote_misses": 0, "source": "s"},

@@ -7,7 +7,7 @@ of failing. Field names are looked up through small alias lists because the prod
 in each docstring and in /work/notes/readme-report.md. A present but malformed JSON file is not
 silently skipped: it raises SeedfwError naming the file (bad input must be loud).
 
-Every document is read through the door (images/reading.py: regular files only, 16 MiB, depth
+Every document is read through the door (reading.py: regular files only, 16 MiB, depth
 64, strict numbers: `load_json`) and its fields are type-checked (report/fields.py) before a
 section sees them: a string where a count belongs is `error: <file>: <field>: must be ...`.
 Paths a manifest names are confined to the output directory (`inside`).
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import util
 from ..errors import SeedfwError
-from ..images import reading
+from .. import reading
 from ..paths import ROOT
 from . import provenance as report_provenance
 from .fields import check
@@ -100,21 +100,19 @@ ENTRY_FIELDS = {"file?": "str?", "path?": "str?", "filename?": "str?", "name?": 
 
 
 def read_manifest(outdir: Path):
-    """<out>/manifest.json from the image stage; any JSON object (the fields the report reads
-    type-checked)."""
+    """<out>/manifest.json from the image stage, read and schema-checked by seedfw.manifest
+    (the one reader); the aliased entry fields the report also accepts are type-checked here.
+    Returns (the document, None) or (None, 'not available: …')."""
+    from ..manifest import Manifest
     path = outdir / "manifest.json"
-    data, note = read_json_input(path, "image manifest")
-    if data is not None and not isinstance(data, dict):
-        raise SeedfwError("must be a JSON object", path)
-    if data is not None:
-        check(data, MANIFEST_FIELDS, path)
-        for key in ("images", "artifacts", "models", "elfs"):
-            # a list of entries or {name: entry}; `"elfs": 0` was a TypeError (py-report crash)
-            if not isinstance(data.get(key), (list, dict, type(None))):
-                raise SeedfwError("must be a list or an object of entries", path, key)
-            for i, entry in enumerate(_manifest_entries(data, key)):
-                check(entry, ENTRY_FIELDS, path, f"{key}[{i}]")
-    return data, note
+    if not path.exists():
+        return None, not_available("image manifest (manifest.json not found)")
+    data = Manifest.load_file(path).doc
+    check(data, MANIFEST_FIELDS, path)
+    for key in ("images", "artifacts", "models", "elfs"):
+        for i, entry in enumerate(_manifest_entries(data, key)):
+            check(entry, ENTRY_FIELDS, path, f"{key}[{i}]")
+    return data, None
 
 
 def _manifest_entries(manifest: dict | None, key: str) -> list[dict]:
@@ -147,7 +145,7 @@ def list_images(outdir: Path, manifest: dict | None):
                _manifest_entries(manifest, "artifacts")}
     # ccache.json records how the build ran (its compiler cache hits), not what it made: it is
     # the report's "cache" section, not an image, and differs between a cold and a warm cache.
-    from ..ccache import STATS_FILE
+    from ..cache.ccache import STATS_FILE
     rows = []
     root = outdir.resolve()
     for path in sorted(p for p in images_dir.rglob("*") if p.is_file()
@@ -177,9 +175,12 @@ def sniff_format(path: Path) -> str:
 
 
 def find_elfs(outdir: Path, manifest: dict | None = None) -> list[Path]:
-    """Target ELFs of a build: manifest `elfs` (list of paths relative to <out>, or objects
-    with path/file), else every `*.elf` under <out> that is an executable or shared object
-    for ARM/AArch64 (object files and host tools are skipped), one per content hash."""
+    """Target ELFs of a build: the ones it declares, never a walk of the directory (a build
+    tree holds ELFs that are not the product: the MCU's negative-control flash algorithm
+    build/mcu/flashalgo/algo-broken.elf, host tools, intermediate links). Manifest `elfs` (a
+    legacy list of paths relative to <out>, or objects with path/file), else the manifest's
+    `artifacts` (seedfw.manifest: the build's declared outputs) whose file is an executable or
+    shared object for ARM/AArch64, in manifest order, one per content hash. No manifest: none."""
     from .. import stats
     listed = _manifest_entries(manifest, "elfs") or [
         {"path": p} for p in (manifest or {}).get("elfs", []) if isinstance(p, str)]
@@ -187,16 +188,13 @@ def find_elfs(outdir: Path, manifest: dict | None = None) -> list[Path]:
         paths = [inside(outdir, pick(e, "path", "file"), outdir / "manifest.json", f"elfs[{i}]")
                  for i, e in enumerate(listed) if pick(e, "path", "file")]
         return [p for p in paths if p.is_file()]
-    root = outdir.resolve()
     found, seen = [], set()
-    # images/ first: when build/ holds the same bytes, the shipped copy names the ELF.
-    candidates = sorted(outdir.rglob("*.elf"), key=lambda p: (p.parts[len(outdir.parts)] !=
-                                                             "images", p))
-    for path in candidates:
-        if "report" in path.relative_to(outdir).parts[:1] or not path.is_file() or \
-                not path.resolve().is_relative_to(root):
+    for i, entry in enumerate(_manifest_entries(manifest, "artifacts")):
+        rel = pick(entry, "path", "file")
+        if rel is None:
             continue
-        if reading.head(path, 4) != b"\x7fELF":
+        path = inside(outdir, rel, outdir / "manifest.json", f"artifacts[{i}]")
+        if not path.is_file() or reading.head(path, 4) != b"\x7fELF":
             continue
         try:
             info = stats.read_elf(path, top=0)["elf"]
@@ -277,25 +275,26 @@ def read_compression(outdir: Path):
     return rows, dict(dictionary=dictionary, dict_total=dict_total), None
 
 
-def read_decompress_speed(outdir: Path, config: dict | None = None):
-    """Cycles per byte of the decompressor the build links, as a figure dict (value, unit, kind,
-    source, note, host, date, variant): seedfw.decoder_speed decides. 'measured' only for this
-    host's bench/lz4_speed.py result for the linked decoder variant (config LZ4_DECODER_*;
-    read from <out>/config.json when not given); another host's, another variant's or an old
-    result, or the documented constant, is 'estimated' and says so."""
-    from .. import decoder_speed
+def read_decompress_speed(outdir: Path, config: dict | None = None, bench=None):
+    """(cycles/byte of the decompressor the build links, the host's figure or None), as figure
+    dicts: the first is seedfw.compress.decoder_speed.board_estimate (the documented constant,
+    estimated: no benchmark cache is read, so the report depends on the build only); the second
+    is `bench`, a bench/lz4_speed.py result given on the command line (--decoder-bench),
+    measured on the host and labelled so (decoder_speed.host_figure). The linked variant comes
+    from config LZ4_DECODER_* (<out>/config.json when not given)."""
+    from ..compress import decoder_speed
     if config is None:
         config, _ = read_config(outdir)
-    return decoder_speed.decompress_speed(config)
+    host = decoder_speed.host_figure(Path(bench), config) if bench else None
+    return decoder_speed.board_estimate(config), host
 
 
-def read_models(outdir: Path, manifest: dict | None, board: str | None = None,
-                config: dict | None = None):
-    """Model blobs: manifest `models` ({name, file|path (relative to <out>), size|bytes,
-    compressed_size|stored_size, type}), else the files in <out>/models/, else what
-    seedfw.models.for_build(board, config) says the build embeds (the board's models.yaml).
-    Each row's `synthetic` is seedfw.models.synthetic_marker of the blob (None: not synthetic,
-    or no blob to look at)."""
+def read_models(outdir: Path, manifest: dict | None):
+    """Model blobs in the output directory: manifest `models` ({name, file|path (relative to
+    <out>), size|bytes, compressed_size|stored_size, type}), else the files in <out>/models/.
+    Nothing outside the output directory (the board's models.yaml, the model cache) is read: the
+    report is a function of the build output. Each row's `synthetic` is
+    seedfw.models.synthetic_marker of the blob (None: not synthetic, or no blob to look at)."""
     rows = []
     for i, e in enumerate(_manifest_entries(manifest, "models")):
         rel = pick(e, "file", "path", "blob")
@@ -314,27 +313,10 @@ def read_models(outdir: Path, manifest: dict | None, board: str | None = None,
         for path in sorted(p for p in (outdir / "models").iterdir() if p.is_file()):
             rows.append(dict(name=path.name, size=path.stat().st_size, compressed_size=None,
                              path=path, synthetic=_synthetic(path)))
-    if not rows and board and config:
-        rows = _models_from_tree(board, config)
     if not rows:
-        return None, not_available("no model blobs (manifest has no 'models', no models/ dir, "
-                                   "CONFIG_MODELS off or no model manifest)")
+        return None, not_available("no models (no images/models.json, manifest has no "
+                                   "'models', no models/ dir)")
     return rows, None
-
-
-def _models_from_tree(board: str, config: dict) -> list[dict]:
-    try:
-        from .. import boards, models
-    except ImportError:
-        return []
-    try:
-        board_obj = boards.get(board)
-    except SeedfwError:
-        return []
-    return [dict(name=m.name, size=m.size, path=m.path,
-                 compressed_size=m.stored_size if m.compression == "lz4" else None,
-                 synthetic=m.synthetic)
-            for m in models.for_build(board_obj, config)]
 
 
 def _synthetic(path: Path | None, type_: str | None = None) -> str | None:
@@ -465,3 +447,34 @@ def _rel(path: Path) -> str:
         return str(path.relative_to(ROOT))
     except ValueError:
         return path.name
+
+
+# <out>/sbom/ (seedfw.sbom): the SBOM files every build writes and `invoke cve`'s result.
+SBOM_FILES = ("sbom/sbom.cdx.json", "sbom/sbom.spdx.json", "sbom/vex.cdx.json")
+CVE_RESULT = {"database": "str", "matcher": "str", "sbom": "str", "counts": {"*": "count"},
+              "matches": [{"cve": "str", "component": "str", "version": "str", "ref": "str",
+                           "record": "str", "statement?": "str?",
+                           "decision": {"status": "str", "triage": "str?", "detail": "str?",
+                                        "who": "str?", "when": "str?",
+                                        "justification": "str?"}}],
+              "not_matched?": [{"cve": "str", "component": "str", "version": "str"}],
+              "stale_triage?": ["str"]}
+
+
+def read_sbom(outdir: Path):
+    """(summary, note): which SBOM files the build left (name, bytes, sha256), the CycloneDX
+    file's component coverage (seedfw.sbom.coverage), and cve.json when `invoke cve` ran."""
+    outdir = Path(outdir)
+    files = [{"path": rel, "bytes": (outdir / rel).stat().st_size,
+              "sha256": util.sha256_file(outdir / rel)}
+             for rel in SBOM_FILES if (outdir / rel).is_file()]
+    if not files:
+        return None, not_available("no SBOM (sbom/sbom.cdx.json not found: built before "
+                                   "seedfw.sbom, or its libraries are missing)")
+    from ..sbom import coverage
+    cdx = outdir / SBOM_FILES[0]
+    doc = load_json(cdx, {"components?": [{"type": "str", "purl?": "str?", "cpe?": "str?"}]}) \
+        if cdx.is_file() else {}
+    cve_path = outdir / "sbom" / "cve.json"
+    cve = load_json(cve_path, CVE_RESULT) if cve_path.is_file() else None
+    return {"files": files, "coverage": coverage(doc), "cve": cve}, None

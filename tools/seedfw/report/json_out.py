@@ -37,7 +37,7 @@ def render(report: dict) -> str:
     one would be unreadable by every strict parser (the inputs refuse them, reading.
     loads_json_strict; this is the backstop for a figure computed out of range)."""
     validate(report)
-    from ..images.reading import first_non_finite
+    from ..reading import first_non_finite
     bad = first_non_finite(report)
     if bad is not None:
         raise SeedfwError(f"{bad[1]} is not a finite number (a figure computed out of range)",

@@ -20,11 +20,15 @@ from .sections.base import Inputs
 REPORT_SCHEMA = "seedfw-report/1"
 
 
-def build_report(outdir, baseline=None, counters=None, board: str | None = None) -> dict:
-    """The report of output directory `outdir`.
+def build_report(outdir, baseline=None, counters=None, board: str | None = None,
+                 decoder_bench=None, ccache_bench=None) -> dict:
+    """The report of output directory `outdir`: a function of that directory and these
+    arguments only (no benchmark cache, nothing under $HOME).
 
     baseline: another output directory (size deltas against it) or None.
     counters: a counters JSON file from `invoke counters --json`, or None.
+    decoder_bench: a bench/lz4_speed.py result file (shown as measured on the host), or None.
+    ccache_bench: a bench/cache_speed.py result file (the time a warm remote saves), or None.
     """
     outdir = Path(outdir)
     if not outdir.is_dir():
@@ -39,7 +43,8 @@ def build_report(outdir, baseline=None, counters=None, board: str | None = None)
     report = dict(schema=REPORT_SCHEMA, board=board,
                   build_id=(config or {}).get("BUILD_ID") or (manifest or {}).get("build_id"),
                   source_date_epoch=util.source_date_epoch())
-    ins = Inputs(outdir, config, manifest, board, baseline=baseline, counters=counters)
+    ins = Inputs(outdir, config, manifest, board, baseline=baseline, counters=counters,
+                 decoder_bench=decoder_bench, ccache_bench=ccache_bench)
     for section in sections():
         data = section.data(ins)
         if data is not None:          # None: the build has nothing for it (no rootfs, ...)

@@ -28,7 +28,7 @@ import re
 import jinja2
 from markupsafe import Markup
 
-from ..images.reading import plain
+from ..reading import plain
 
 # Bidirectional controls reorder what a reader sees (U+202E "RIGHT-TO-LEFT OVERRIDE" makes
 # "exe.txt" look like "txt.exe"): shown as \\uXXXX, like the control bytes plain() escapes.

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from .. import util
 from ..errors import SeedfwError
-from ..images import reading
+from .. import reading
 from . import build_report, write_report
 
 VERSION = "2"      # 2: provenance and synthetic flags (issue 11): rewrite older reports
-INPUTS = ("manifest.json", "compression.json", "config.json")
+INPUTS = ("manifest.json", "compression.json", "config.json",
+          "sbom/sbom.cdx.json", "sbom/cve.json")     # the vulnerabilities section's inputs
 OUTPUTS = ("report.json", "report.md", "report.html")
 
 

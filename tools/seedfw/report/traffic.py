@@ -67,8 +67,17 @@ def section(outdir: Path) -> dict:
                       "kind": "measured", "provenance": report_provenance.for_figure(prov),
                       "method": prov.get("how"), "note": doc["settings"].get("note"),
                       "rows": _doc_rows(doc), "dma": doc["readings"]["dma"]["virtio-blk"],
-                      "excluded_code": doc["settings"].get("excluded_code", [])})
+                      "excluded_code": doc["settings"].get("excluded_code", []),
+                      # a board's own OS image on QEMU virt (rk3588): what is not the board
+                      "differs": _differs(prov)})
     return {"available": True, "items": items, "perf": _perf(outdir)}
+
+
+def _differs(prov: dict) -> list[str]:
+    got = prov.get("differs_from_board")
+    if not isinstance(got, dict):
+        return []
+    return [f"{k}: {v}" for k, v in got.items() if isinstance(k, str) and isinstance(v, str)]
 
 
 def _perf(outdir: Path) -> dict | None:
@@ -127,7 +136,9 @@ def markdown(report: dict) -> list[Md]:
                               _num(d["read_bytes"]), _num(d["reads"]), _num(d["write_bytes"])),
                   mdf("- {}", item["note"]),
                   mdf("- excluded (counted apart, not in the phase's figures): {}",
-                      "; ".join(item["excluded_code"])), Md("")]
+                      "; ".join(item["excluded_code"]) or "nothing")]
+        lines += [mdf("- differs from the board: {}", d) for d in item.get("differs", [])]
+        lines += [Md("")]
     if sec.get("perf"):
         lines += [mdf("- {}", t) for t in _perf_lines(sec["perf"])] + [Md("")]
     return lines
@@ -157,7 +168,9 @@ _ITEM = """<p><b>{{ i.source }}</b> ({{ i.boot }}): <span class="kind-measured">
 <p>device DMA (virtio-blk, from QEMU trace events, not CPU traffic): {{ rb }} B read in \
 {{ reads }} requests, {{ wb }} B written</p>
 <p>{{ i.note }}</p>
-<p>excluded (counted apart): {{ excluded }}</p>"""
+<p>excluded (counted apart): {{ excluded }}</p>
+{% for d in differs %}<p>differs from the board: {{ d }}</p>
+{% endfor %}"""
 
 
 def html(report: dict) -> list[Markup]:
@@ -177,7 +190,7 @@ def html(report: dict) -> list[Markup]:
             _ITEM, i=item, name=Path(item["source"]).stem,   # unique per document in <out>
             svg=plot(item), table=html_table(_header(), [_cells(r) for r in item["rows"]]),
             rb=_num(d["read_bytes"]), reads=_num(d["reads"]), wb=_num(d["write_bytes"]),
-            excluded="; ".join(item["excluded_code"])))
+            excluded="; ".join(item["excluded_code"]) or "nothing", differs=item.get("differs", [])))
     if sec.get("perf"):
         h += [safe.html("<p>{{ t }}</p>", t=t) for t in _perf_lines(sec["perf"])]
     return h

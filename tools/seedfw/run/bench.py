@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import SeedfwError
 from . import qemu
-from .uart import Uart
+from .target import Target
 
 # How long to wait for an emulated board's event (its GDB stub listening, a UART line). These are
 # waits for an event, so a generous bound costs nothing when the event comes; it only has to
@@ -45,8 +45,7 @@ class QemuGdbTarget:
         self.uart_log = Path(uart_log)
         self.extra_args = list(extra_args)
         self.port = 0
-        self.proc = None
-        self._uart: Uart | None = None
+        self._target: Target | None = None
 
     @property
     def uid(self) -> str:
@@ -56,11 +55,14 @@ class QemuGdbTarget:
         return qemu.command(self.board, None, "bare", halted=True, gdb=self.port,
                             extra=self.extra_args)
 
+    @property
+    def proc(self):
+        return self._target.proc if self._target is not None else None
+
     def start(self) -> "QemuGdbTarget":
         for _ in range(3):
             self.port = free_port()
-            self.proc = qemu.start(self.command(), self.board)
-            self._uart = Uart(self.proc, self.uart_log)
+            self._target = Target(self.command(), self.board, self.uart_log, grace=5).start()
             if self._wait_listening():
                 return self
             self.stop()
@@ -80,36 +82,37 @@ class QemuGdbTarget:
         return False
 
     def uart(self) -> str:
-        return self._uart.text() if self._uart else ""
+        return self._target.text() if self._target else ""
 
     def wait_uart(self, text: str, timeout: float = EMULATED_WAIT) -> str:
-        if self._uart is not None and self._uart.wait_text(text, timeout):
+        if self._target is not None and self._target.wait_text(text, timeout):
             return self.uart()
         raise SeedfwError(f"'{text}' did not appear on the UART within {timeout} s", self.uart_log, "uart")
 
     def wait_line(self, pattern: str, timeout: float = EMULATED_WAIT) -> str:
         """The first whole UART line matching `pattern`."""
-        line = self._uart.wait_line(pattern, timeout) if self._uart else None
+        line = self._target.wait_line(pattern, timeout) if self._target else None
         if line is None:
             raise SeedfwError(f"no UART line matching '{pattern}' within {timeout} s",
                               self.uart_log, "uart")
         return line
 
     def stop(self) -> None:
-        if self.proc is not None:
-            if self._uart is not None:
-                self._uart.stopping()
-            qemu.stop(self.proc, grace=5)
-            if self._uart is not None:
-                self._uart.close()
-            self.proc.stdout.close()
-        self.proc = None
+        if self._target is not None:
+            self._target.close()
+        self._target = None
 
     def __enter__(self):
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:       # __exit__ does not run when __enter__ raises
+            self.__exit__()
+            raise
 
     def __exit__(self, *exc):
-        self.stop()
-        if self._tmp:
-            self._tmp.cleanup()
+        try:
+            self.stop()
+        finally:
+            if self._tmp:
+                self._tmp.cleanup()
         return False

@@ -76,7 +76,7 @@ def capture(board, device, log, timeout: float = 120.0, baud: int = DEFAULT_BAUD
             echo: Callable[[str], None] | None = None) -> Capture:
     """Read `device` into `log` until the agent's last line or `timeout`; write the record."""
     from ..counters import provenance
-    from ..images.reading import SIZE_CAPS
+    from ..reading import SIZE_CAPS
 
     device, log = Path(device), Path(log)
     fd = _open_tty(device, baud)

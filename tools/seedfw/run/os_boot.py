@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import util
 from ..errors import SeedfwError
 from . import qemu
-from .uart import Uart
+from .target import Target
 
 KERNEL_ARGS = "console=ttyAMA0 panic=-1"
 # Lines that explain a failed boot, most specific first.
@@ -98,6 +98,28 @@ def _os_machine(board, raw: Path) -> list[str]:
     return qemu.machine_args(board, secure=False, machine_extra=f"dumpdtb={raw}") + ["-nographic"]
 
 
+# The Kconfig symbol that turns the OS on (kconfig/Kconfig.buildroot; KERNEL follows it).
+OS_SYMBOL = "BUILDROOT"
+
+
+def refuse(board, outdir: Path) -> None:
+    """One error line when this board or build cannot boot an OS in QEMU: a board without a
+    `qemu` section (rk3588: its OS is booted in QEMU virt from its disk image, tests/
+    test_os_root.py), or a build configured with the OS off (naming the symbol that turns it
+    on). Reads only; writes nothing."""
+    qemu.qemu_section(board)
+    cfg = Path(outdir) / "config.json"
+    if not cfg.exists():
+        return                  # not configured: qemu.command says "not built yet"
+    values = util.read_json(cfg, " of Kconfig values")
+    values = values.get("values", values) if isinstance(values.get("values"), dict) else values
+    if not values.get(OS_SYMBOL) or not values.get("KERNEL"):
+        symbol = OS_SYMBOL if not values.get(OS_SYMBOL) else "KERNEL"
+        raise SeedfwError(f"the OS is off in this build: CONFIG_{symbol}=y turns it on (invoke "
+                          f"build --board {board.name} --fragment configs/buildroot.fragment, "
+                          "or menuconfig)", cfg, f"CONFIG_{symbol}")
+
+
 def chained(board, outdir: Path) -> bool:
     """Whether the build holds what the chain boot needs: an OS FIT (declared role "os-fit")
     and a firmware run that gives the guest a drive to read it from."""
@@ -122,39 +144,42 @@ def boot(board, outdir: Path, timeout: float = 90.0, echo=None, rootfs: Path | N
     QEMU either way (e.g. the traffic counter's, seedfw.counters.emulated.qemu_args)."""
     outdir = Path(outdir)
     work = outdir / "build" / "os-boot"
-    work.mkdir(parents=True, exist_ok=True)
     log = outdir / "logs" / "os-boot.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text("")
+    # Everything that can refuse the boot is checked before anything is written: a refused
+    # boot leaves no empty log and no work directory behind (issue 33).
+    refuse(board, outdir)
     if chain is None:
         chain = images is None and rootfs is None and chained(board, outdir)
+    if not chain:
+        region(board)
+        overlay = overlay_file(board, outdir, images)
+        qemu.command(board, outdir, "os", images=images,
+                     overrides={"initrd": rootfs} if rootfs else None)   # refuses a missing file
+    work.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
     if chain:
         # -no-reboot: a reset (a crash in U-Boot, a kernel panic) ends the run instead of looping.
         cmd = qemu.command(board, outdir, "firmware", extra=["-no-reboot"])
     else:
-        region(board)
-        dtb = make_dtb(board, work, log, overlay_file(board, outdir, images))
+        dtb = make_dtb(board, work, log, overlay)
         cmd = qemu.command(board, outdir, "os", images=images,
                            overrides={"initrd": rootfs} if rootfs else None,
                            dtb=dtb, append=KERNEL_ARGS, extra=["-no-reboot"])
     cmd += list(extra_args)
+    return run_checked(cmd, board, log, echo, timeout, chain)
+
+
+def run_checked(cmd: list, board, log: Path, echo, timeout: float, chain: bool) -> BootResult:
+    """Run one OS boot to its end (QEMU stopped however this ends), then `check` it."""
     echo = echo or (lambda s: print(s, flush=True))
     started = time.monotonic()
-    proc = qemu.start(cmd, board)
-    uart = Uart(proc, log, echo, append=True, board=board.name)
-    timed_out = not uart.wait_end(timeout)
-    try:
-        if timed_out:
-            uart.stopping()
-            qemu.stop(proc)
-        proc.wait(5)
-    finally:
-        if proc.poll() is None:
-            uart.stopping()
-            qemu.stop(proc)
-        uart.close()
-    result = BootResult(None if timed_out else proc.returncode, time.monotonic() - started,
-                        uart.lines, log, chain)
+    with Target(cmd, board, log, echo, append=True) as target:
+        timed_out = not target.wait_end(timeout)
+        if not timed_out:
+            target.reap(5)
+    result = BootResult(None if timed_out else target.returncode, time.monotonic() - started,
+                        target.lines, log, chain)
     check(result, timeout)
     return result
 

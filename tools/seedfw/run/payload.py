@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from ..errors import SeedfwError
 from . import qemu
-from .uart import Uart
+from .target import Target
 
 
 @dataclass
@@ -72,41 +72,31 @@ def run(board, outdir: Path, timeout: float = 30.0, log: Path | None = None,
     for note in notes:
         echo(note)
     started = time.monotonic()
-    proc = qemu.start(cmd, board)
-    uart = Uart(proc, log, echo)
     matched = None
-    stopped_at_ready = False
-    try:
+    with Target(cmd, board, log, echo) as target:      # QEMU never outlives this block
         if ready is not None:
-            matched = uart.wait_line(ready, timeout)
+            matched = target.wait_line(ready, timeout)
         else:
-            uart.wait_end(timeout)
-        if matched is None and not uart.ended:
-            uart.stopping()
-            qemu.stop(proc)
+            target.wait_end(timeout)
+        if matched is None and not target.ended:
             wanted = "power off" if ready is None else \
                 f"power off or print a line matching '{ready.pattern}'"
             raise SeedfwError(f"guest did not {wanted} within {timeout:g} s", log)
-        if matched is not None and proc.poll() is None:
-            uart.stopping()
-            qemu.stop(proc)
-            stopped_at_ready = True
-        proc.wait(5)
-    finally:
-        if proc.poll() is None:         # e.g. KeyboardInterrupt: never leave QEMU behind
-            uart.stopping()
-            qemu.stop(proc)
-        uart.close()
+        if matched is not None:
+            target.stop()
+        target.reap(5)
+    stopped_at_ready = target.stopped
     seconds = time.monotonic() - started
-    lines = uart.lines
-    if matched and (stopped_at_ready or proc.returncode == 0):
+    lines = target.lines
+    returncode = target.returncode
+    if matched and (stopped_at_ready or returncode == 0):
         return RunResult(None if stopped_at_ready else 0, seconds, lines, log, matched, notes)
-    if proc.returncode != 0:
-        err = SeedfwError(f"QEMU exited with status {proc.returncode}", log)
+    if returncode != 0:
+        err = SeedfwError(f"QEMU exited with status {returncode}", log)
         err.tail = lines[-30:]
         raise err
     if ready is not None:
         err = SeedfwError(f"guest powered off without printing a line matching '{ready.pattern}'", log)
         err.tail = lines[-30:]
         raise err
-    return RunResult(proc.returncode, seconds, lines, log, notes=notes)
+    return RunResult(returncode, seconds, lines, log, notes=notes)

@@ -6,7 +6,7 @@
   * what QEMU loads: the boot artifacts the build declared in <out>/manifest.json, each with how
     QEMU loads it (`declared.qemu.load`: bios, kernel, initrd, loader at `addr`, drive) and the
     modes it is loaded in (`declared.qemu.modes`). No file name is known here; the part that
-    makes a file declares it (seedfw.packages.BootArtifact);
+    makes a file declares it (seedfw.parts.base.Output), seedfw.manifest reads it;
   * board.yaml `qemu.drives`: the storage QEMU gives the guest, each holding one load kind. A
     drive that `invoke flash` programmed (<out>/qemu/<drive>.img, seedfw.flash.qemu_drive) is
     booted instead of the build's file: the bios comes from the secure flash as on a board;
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .. import util
 from ..errors import SeedfwError
 
 LOADS = ("bios", "kernel", "initrd", "loader", "drive", "dtb-overlay")
@@ -93,45 +92,22 @@ def manifest_path(outdir: Path) -> Path:
 def declared(board, outdir: Path, images: Path | None = None) -> list[Load]:
     """The artifacts <out>/manifest.json declares QEMU loads, in manifest order; `images` (a
     test's tampered copy of images/) is where their files are taken from instead."""
-    manifest = manifest_path(outdir)
-    if not manifest.is_file():
-        raise SeedfwError(f"not built yet (run 'invoke build --board {board.name}')", manifest)
-    data = util.read_json(manifest, " (the build manifest)")
-    artifacts = data.get("artifacts")
-    if not isinstance(artifacts, list) or not all(isinstance(a, dict) for a in artifacts):
-        raise SeedfwError("must be a list of objects", manifest, "artifacts")
+    from ..manifest import Manifest
+    manifest = Manifest.load(outdir, f"not built yet (run 'invoke build --board {board.name}')")
     out = []
-    for i, a in enumerate(artifacts):
-        q = (a.get("declared") or {}).get("qemu")
-        if not q:
-            continue
-        rel = a.get("path")
-        modes = q.get("modes") if isinstance(q, dict) else None
-        addr = q.get("addr") if isinstance(q, dict) else None
-        if not isinstance(q, dict) or q.get("load") not in LOADS or not isinstance(rel, str) \
-                or Path(rel).is_absolute() or ".." in Path(rel).parts \
-                or not isinstance(modes, list) or not set(modes) <= set(MODES) \
-                or not (addr is None or (isinstance(addr, int) and addr >= 0)):
-            raise SeedfwError(f"not a QEMU load declaration (load one of {', '.join(LOADS)}, "
-                              "a relative path)", manifest, f"artifacts[{i}].declared.qemu")
-        path = Path(outdir) / rel
-        if images is not None and Path(rel).parts[:1] == ("images",):
-            path = Path(images).joinpath(*Path(rel).parts[1:])
-        out.append(Load(str(a.get("name", path.name)), path, q["load"], tuple(modes), addr,
-                        str((a.get("declared") or {}).get("role", ""))))
+    for a in manifest.qemu_loads():
+        path = manifest.file(a)
+        if images is not None and Path(a.path).parts[:1] == ("images",):
+            path = Path(images).joinpath(*Path(a.path).parts[1:])
+        out.append(Load(a.name, path, a.qemu.load, a.qemu.modes, a.qemu.addr, a.role))
     return out
 
 
 def declares_role(outdir: Path, role: str) -> bool:
     """Whether the manifest declares a present artifact of `role` (e.g. "os-fit")."""
-    manifest = manifest_path(outdir)
-    if not manifest.is_file():
-        return False
-    data = util.read_json(manifest, " (the build manifest)")
-    artifacts = data.get("artifacts") if isinstance(data.get("artifacts"), list) else []
-    return any(isinstance(a.get("declared"), dict) and a["declared"].get("role") == role and
-               isinstance(a.get("path"), str) and (Path(outdir) / a["path"]).is_file()
-               for a in artifacts if isinstance(a, dict))
+    from ..manifest import Manifest
+    manifest = Manifest.find(outdir)
+    return manifest is not None and bool(manifest.by_role(role, present=True))
 
 
 # -- drives ----------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from typing import Callable
 
 # QEMU's own note that we stopped it: not guest output.
 QEMU_TERMINATING = re.compile(r"^qemu-system-\S+: terminating on signal \d+")
-# QEMU's own messages (stderr shares the pipe), e.g. "warning: nic lan9118.0 has no peer" under
-# -nic none: kept in the log and `lines`, never taken for the guest's line by `wait_line`.
+# QEMU's own messages (stderr shares the pipe), e.g. a "warning: ..." about the machine: kept in
+# the log and `lines`, never taken for the guest's line by `wait_line`.
 QEMU_MESSAGE = re.compile(r"^qemu-system-\S+: ")
 MAX_LINE = 64 * 1024        # bytes of one line; longer output is cut into pieces of this size
 

@@ -8,7 +8,7 @@ for a figure's kind, and a sentence saying how it was obtained:
   decoder-size   bytes     computed   the LZ4 decoder's functions in the ELFs that boot
   decode-cycles  cycles    estimated  bytes expanded at boot x the decoder's cycles/byte
   dram-read      bytes     emulated (QEMU plugin)   DRAM bytes the CPU read during boot
-  model-bytes    bytes     computed   compiled NPU models (images/models.json, seedfw.rknn)
+  model-bytes    bytes     computed   compiled NPU models (images/models.json, seedfw.models.rknn)
   model-weights  bytes     computed   weight bytes one inference of every model reads
   model-drop     per mille emulated (rknn-toolkit2 simulator)  worst accuracy drop vs FP32
 
@@ -27,7 +27,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import decoder_speed, util
+from ..compress import decoder_speed
+from .. import util
+from ..models.cards import current as current_card
 from ..errors import SeedfwError
 
 EMULATED = "emulated (instruction count)"
@@ -70,7 +72,7 @@ OBJECTIVES = {o.name: o for o in (
               "section is compressed)"),
     Objective("decode-cycles", "cycles", "estimated",
               "bytes expanded at boot (compression.json, raw size of every compressed section) x "
-              "the linked decoder's cycles/byte (seedfw.decoder_speed: bench/lz4_speed.py)"),
+              "the linked decoder's cycles/byte (seedfw.compress.decoder_speed: bench/lz4_speed.py)"),
     Objective("dram-read", "bytes", "emulated (QEMU plugin)",
               "DRAM bytes read during boot (emulated): CPU load bytes into board.yaml regions of "
               "kind dram, summed over the boot phases BL1 … payload (seedfw's QEMU TCG plugin, "
@@ -82,7 +84,8 @@ OBJECTIVES = {o.name: o for o in (
               "sum of the toolkit's weight-memory totals of every compiled model: weight bytes "
               "read per inference, each weight read once"),
     Objective("model-drop", "per mille", "emulated (rknn-toolkit2 simulator)",
-              "largest (FP32 - NPU) over the compiled models, x1000: ONNX Runtime FP32 against "
+              "largest (FP32 - simulated) over the compiled models, x1000: ONNX Runtime FP32 "
+              "against "
               "rknn-toolkit2's simulator on the same held-out inputs (model cards)"),
 )}
 
@@ -91,13 +94,14 @@ def model_figures(outdir: Path) -> dict:
     """model-bytes, model-weights, model-drop from <out>/images/models.json."""
     path = Path(outdir) / "images" / "models.json"
     try:
-        cards = util.read_json(path)["models"]
+        # an output dir built before the rename says `npu` for `simulated` (models.cards)
+        cards = [current_card(c) for c in util.read_json(path)["models"]]
     except (OSError, ValueError, KeyError):
         raise SeedfwError("no model cards (CONFIG_MODELS off, or no compiled models)", path) \
             from None
     return {"model-bytes": sum(c["file_bytes"] for c in cards),
             "model-weights": sum(c.get("weight_bytes") or 0 for c in cards),
-            "model-drop": max((round((c["fp32"] - c["npu"]) * 1000, 3) for c in cards),
+            "model-drop": max((round((c["fp32"] - c["simulated"]) * 1000, 3) for c in cards),
                               default=0)}
 
 
@@ -140,10 +144,11 @@ def storage_bytes(outdir: Path, board_name: str | None = None) -> int:
     declare it), each counted once: an image found byte for byte inside another (U-Boot inside
     the FIP, the boot package inside the FIT) is not counted again, and qemu_fw.bios counts as
     bl1.bin + fip.bin because the padding between them is never read."""
-    manifest = util.read_json(outdir / "manifest.json")
+    from ..manifest import Manifest
+    manifest = Manifest.load(outdir)
     images = outdir / "images"
-    files = [outdir / a["path"] for a in manifest["artifacts"] if a["role"] == "boot"]
-    fit = images / f"{board_name or manifest['board']}.itb"
+    files = [manifest.file(a) for a in manifest.boot_chain()]
+    fit = images / f"{board_name or manifest.board}.itb"
     if fit.is_file() and fit not in files:
         files.append(fit)
     blobs = {}

@@ -13,7 +13,10 @@ Which values a trial may take is Kconfig's answer too, asked at every parameter 
 Optuna's define-by-run API samples the parameters in Kconfig's menu order, each value is set
 in a kconfiglib instance before the next parameter is looked at, and a parameter is only
 sampled when it is visible given the values so far (a choice over its visible members, an int
-over its active range, a bool only when both values are assignable). So a rule written as a
+over its active range, a bool only when both values are assignable), and a bool or choice
+value only when it leaves the values sampled before it as they were (an option that `select`s
+an earlier one would overturn it). The base is the study's own (seedfw.tune.trial.base_config:
+the defconfig plus the pins every trial builds with). So a rule written as a
 `depends on` (COMPRESS_DICT_RESIDENT depends on !TFA_COMPRESS_RODATA: BL31's decoder runs
 before any resident bytes are in memory) is a rule of the search space, with no second copy
 here, and no trial is spent on a configuration the build would refuse.
@@ -196,6 +199,7 @@ class Space:
             syms = [s for c in self._choices for s in c.syms]
             syms += [self._item(p) for p in self.params if p.kind != "choice"]
             self._base = {s: s.user_value for s in syms}
+            self._by_name = {p.name: p for p in self.params}
             order = {id(node.item): i for i, node in enumerate(kconf.node_iter())}
             self.params.sort(key=lambda p: order.get(id(self._item(p)), len(order)))
 
@@ -214,15 +218,18 @@ class Space:
             else:
                 sym.set_value(value)
 
-    def live(self, p: Param):
-        """(Optuna name, distribution) of `p` given the values set so far, or None when Kconfig
-        leaves it nothing to choose (invisible, or one assignable value)."""
+    def live(self, p: Param, so_far: dict | None = None):
+        """(Optuna name, distribution) of `p` given the values set so far (`so_far`, by Kconfig
+        name), or None when Kconfig leaves it nothing to choose (invisible, one assignable
+        value, or only one value that keeps every earlier one)."""
         if self.kconf is None:
             return p.name, p.distribution()
         import optuna.distributions as d
         item = self._item(p)
+        so_far = so_far or {}
         if p.kind == "choice":
-            members = tuple(m for m in p.values if self.kconf.syms[m].visibility)
+            members = tuple(m for m in p.values if self.kconf.syms[m].visibility
+                            and self._keeps(p, m, so_far))
             if not item.visibility or len(members) < 2:
                 return None
             if members == p.values:
@@ -232,7 +239,7 @@ class Space:
             short = [m[len(prefix):] for m in members]
             return f"{p.name}[{','.join(short)}]", d.CategoricalDistribution(list(members))
         if p.kind == "bool":
-            if len(item.assignable) < 2:
+            if len(item.assignable) < 2 or not all(self._keeps(p, v, so_far) for v in p.values):
                 return None
             return p.name, p.distribution()
         if not item.visibility:
@@ -248,6 +255,39 @@ class Space:
                     return None
                 return p.name, d.IntDistribution(first, last, step=p.step)
         return p.name, p.distribution()
+
+    def _keeps(self, p: Param, value, so_far: dict) -> bool:
+        """Whether giving `p` this value leaves every value sampled before it as it was.
+
+        Visibility looks only forward: a later option that `select`s an earlier one (the
+        compression options select TFA_SEPARATE_CODE_AND_RODATA, which comes first in the menu)
+        would overturn a value already sampled, and the trial would record a parameter its
+        build did not use. So a bool or choice value that would is not offered. Ints are not
+        tried (Kconfig cannot `select` through an int); a bool has at most two values here and
+        a choice a handful, so this costs a few kconfiglib assignments per parameter."""
+        if not so_far:
+            return True
+        earlier = [self._by_name[n] for n in so_far]
+        self.set(p, value)
+        try:
+            return current_values(self.kconf, earlier) == so_far
+        finally:
+            self._restore(p)
+
+    def _restore(self, p: Param) -> None:
+        """`p` back to its base value (only `p`: the earlier parameters keep their values)."""
+        if p.kind == "choice":
+            choice = self._item(p)
+            choice.unset_value()
+            syms = choice.syms
+        else:
+            syms = [self._item(p)]
+        for sym in syms:
+            value = self._base[sym]
+            if value is None:
+                sym.unset_value()
+            else:
+                sym.set_value(value)
 
     def set(self, p: Param, value) -> None:
         if p.kind == "choice":
@@ -265,7 +305,7 @@ class Space:
         values = {}
         try:
             for p in self.params:
-                live = self.live(p)
+                live = self.live(p, values)
                 if live is None:
                     continue
                 values[p.name] = pick(*live)

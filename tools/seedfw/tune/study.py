@@ -165,8 +165,13 @@ def run(study, params, objectives, run_trial, budget: int, say, config_key=None)
             said = _one(study, trial, values, objectives, run_trial, config_key)
         except KeyboardInterrupt:
             # Anywhere between ask and tell: the trial must not stay RUNNING in the storage.
-            trial.set_user_attr("interrupted", True)
-            study.tell(trial, state=TrialState.FAIL)
+            # The interrupt may land after this trial was told: then it stays as told.
+            from optuna.exceptions import UpdateFinishedTrialError
+            try:
+                trial.set_user_attr("interrupted", True)
+            except UpdateFinishedTrialError:
+                raise KeyboardInterrupt from None
+            study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             raise
         mine.append(trial.number)
         say(f"trial {trial.number + 1}/{budget} (#{trial.number}): {said}")

@@ -66,6 +66,20 @@ def pins(board) -> str:
     return PIN + ("\n" + NO_UBOOT if objectives_mod.can_boot(board) else "")
 
 
+def base_config(board, tune_dir: Path):
+    """The study's base configuration, resolved in memory exactly as `ensure_base` builds it
+    (the defconfig plus the pins): the Kconfig whose visibility the search space follows.
+    Judged at the defconfig alone, a parameter that depends on a pinned option (anything
+    under UBOOT on qemu-aarch64) would be sampled in trials that build without it."""
+    import tempfile
+
+    from .. import config as config_mod
+    with tempfile.TemporaryDirectory(prefix="seedfw-tune-") as tmp:
+        frag = Path(tmp) / "base.fragment"
+        frag.write_text(pins(board) + "\n")
+        return config_mod.resolve(board.name, tune_dir / "base", [frag])
+
+
 def ensure_base(board, tune_dir: Path, jobs=None, say=print) -> Path:
     """The study's base build (defconfig + pins), built once; later calls find it up to date."""
     base = tune_dir / "base"
@@ -192,6 +206,7 @@ def run(board, params: list, values: dict, objectives: list, base: Path, outdir:
     t1 = time.monotonic()
     res.seconds["seed"] = round(t1 - t0, 3)
     try:
+        _check_sampled(board, outdir, frag)
         try:
             build = build_mod.build(board.name, outdir, [frag], jobs=jobs)
         finally:
@@ -221,6 +236,22 @@ def run(board, params: list, values: dict, objectives: list, base: Path, outdir:
             # that say what the trial was stay.
             shutil.rmtree(outdir / "build", ignore_errors=True)
     return res
+
+
+def _check_sampled(board, outdir: Path, frag: Path) -> None:
+    """Refuse, before building, a trial whose fragment Kconfig would overturn: the space only
+    samples values that stick (seedfw.tune.space.Space), so this never fires unless the space
+    has a bug, and then the trial says so instead of recording parameters its build did not
+    use. Only the fragment's own lines count: a defconfig line a sampled value hides (TFA=n
+    hides TFA_COMPRESS_RODATA) is Kconfig doing its job."""
+    from .. import config as config_mod
+    cfg = config_mod.resolve(board.name, outdir, [frag])
+    mine = {a.where(): a.line for a in cfg.origins.values() if Path(a.file) == Path(frag)}
+    for warning in cfg.warnings:
+        where, _, why = warning.partition(": ")
+        if where in mine:
+            raise SeedfwError(f"the sampled value did not stick: {why}", frag,
+                              f"line {mine[where]}")
 
 
 def _values(outdir: Path) -> dict:

@@ -16,6 +16,8 @@ SECTIONS = Registry("report section", {
     "models": "seedfw.report.sections.models:Models",
     "os": "seedfw.report.sections.os_build:Os",
     "cache": "seedfw.report.sections.cache:Cache",
+    "vulnerabilities": "seedfw.report.sections.vulnerabilities:Vulnerabilities",
+    "update": "seedfw.report.sections.update:Update",
 })
 
 

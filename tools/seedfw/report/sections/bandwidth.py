@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import inputs as report_inputs, provenance
+from .. import documents, inputs as report_inputs, provenance
 from ..format import (bar_chart, html_table, kind_cell, kind_fig, num, plot, settings_text,
                       table)
 from ..safe import Md, html, join, mdf
@@ -16,17 +16,23 @@ PARTS = ("boot", "images", "models", "measured")
 class Bandwidth(Section):
     """Bytes moved at boot and per inference, and what was measured at run time.
 
-    - cycles_per_byte: the linked LZ4 decoder's cost (seedfw.decoder_speed: measured only by this
-      host's bench/lz4_speed.py for that decoder variant, else estimated).
+    - cycles_per_byte: the linked LZ4 decoder's cost on the board, estimated (the documented
+      constant, seedfw.compress.decoder_speed.board_estimate); no benchmark cache is read.
+    - host_cycles_per_byte: only with `--decoder-bench FILE` (a bench/lz4_speed.py result):
+      measured on the host (its architecture and CPU named), not the board; the boot estimates
+      keep the constant.
     - boot: per compressed section, bytes read from storage, bytes expanded to (computed from
       compression.json) and decompression cycles (estimated: raw bytes × cycles/byte); totals
       charge the dictionary once.
     - images: bytes read from storage per boot image (manifest role=boot; without roles every
       non-ELF image) and, where compression.json names the image, what it expands to (computed).
-    - models: DDR bytes the NPU reads per inference and per second at config MODEL_FRAME_RATE
-      (estimated: every weight byte once per inference; the compressed figure assumes a
-      streaming decompressor), from manifest `models`, <out>/models/ or the board's models.yaml.
-      Synthetic filler blobs (seedfw.models_synth) are flagged on every figure they feed.
+    - models: one figure, the DDR bytes the NPU reads per inference (and per second at config
+      MODEL_FRAME_RATE): the compiled models' weight bytes (images/models.json weight_bytes),
+      estimated under the stated assumption (each weight byte once per inference, no on-chip
+      reuse). Without model cards, the blobs in the output directory (manifest `models`,
+      <out>/models/) stand in. Per model: file bytes, weight bytes, and a stored (compressed)
+      size only for a model the build stores compressed (images/images.json). Synthetic filler
+      blobs (seedfw.models_synth) are flagged on every figure they feed.
     - measured: every numeric reading of a counters JSON (`invoke counters --json`, given with
       --counters) as a measured figure with its provenance (live / emulated / recorded /
       synthetic / unknown); counter settings are listed apart, never as figures.
@@ -40,11 +46,12 @@ class Bandwidth(Section):
     def data(self, inputs: Inputs) -> dict:
         outdir, config = inputs.outdir, inputs.config
         comp_rows, comp_summary, _ = inputs.compression
-        cpb = report_inputs.read_decompress_speed(outdir)
-        # read_decompress_speed calls a figure measured only for a benchmark run (bench/
-        # lz4_speed.py) on this host: that is its provenance unless it gives its own.
-        cpb = provenance.ensure(cpb, {"source": "benchmark", "where": cpb.get("host")})
+        # The board's cycles/byte is the documented constant (estimated); a host benchmark is
+        # shown beside it only when given on the command line, and never feeds the estimates.
+        cpb, host_cpb = report_inputs.read_decompress_speed(outdir, config, inputs.decoder_bench)
         out = dict(cycles_per_byte=cpb)
+        if host_cpb is not None:
+            out["host_cycles_per_byte"] = host_cpb
         # bytes (computed) x cycles/byte is an estimate even when cycles/byte was measured.
         cost_src = (f"raw bytes x {cpb['value']} cycles/byte ({provenance.kind_text(cpb)}: "
                     f"{cpb['source']})")
@@ -74,7 +81,7 @@ class Bandwidth(Section):
                 decompress_cycles=figure(round(expanded * cpb["value"]), "cycles", "estimated",
                                          cost_src, cost_note)))
         out["images"] = _images(inputs.images[0], comp_rows)
-        out["models"] = _models(outdir, config, inputs.manifest, inputs.board)
+        out["models"] = _models(outdir, config, inputs.manifest)
         counters = inputs.counters
         measured, note = report_inputs.read_counters(counters)
         out["measured"] = unavailable(note) if measured is None else \
@@ -147,6 +154,9 @@ class Bandwidth(Section):
 def rows_of(bw: dict) -> list[tuple[str, dict]]:
     """(label, figure) pairs of the bandwidth table; report.md and report.html show the same."""
     rows = [("decompressor cycles/byte", bw["cycles_per_byte"])]
+    if bw.get("host_cycles_per_byte"):
+        host = bw["host_cycles_per_byte"]
+        rows.append((f"decompressor cycles/byte {host['provenance']['label']}", host))
     if bw["boot"]["available"]:
         for i in bw["boot"]["items"]:
             where = f"{i['section']}" + (f" ({i['image']})" if i["image"] else "")
@@ -166,14 +176,20 @@ def rows_of(bw: dict) -> list[tuple[str, dict]]:
     if bw["models"]["available"]:
         m = bw["models"]
         rows.append(("model frame rate", m["frame_rate"]))
+        # One figure (the weights the NPU reads as they are); a report of an older build may
+        # still carry a "compressed" one, which keeps its key in the label.
         for key, f in m["per_inference"].items():
-            rows.append((f"model DDR read per inference, {key}", f))
+            rows.append((_model_label("per inference", key), f))
         for key, f in m["per_second"].items():
-            rows.append((f"model DDR read per second, {key}", f))
+            rows.append((_model_label("per second", key), f))
     if bw["measured"]["available"]:
         for c in bw["measured"]["counters"]:
             rows.append((f"counter {c['name']}", c))
     return rows
+
+
+def _model_label(per: str, key: str) -> str:
+    return f"model DDR read {per}" + ("" if key == "uncompressed" else f", {key}")
 
 
 def groups_of(bw: dict) -> list[tuple[str, list]]:
@@ -261,52 +277,45 @@ def _images(images_rows, comp_rows) -> dict:
     return part
 
 
-def _models(outdir, config, manifest, board) -> dict:
-    rows, note = report_inputs.read_models(outdir, manifest, board, config)
-    if rows is None:
-        return unavailable(note)
+# One model-traffic figure, with its assumption (issue 33): the compiled weights, not the files.
+WEIGHTS_ASSUMPTION = (
+    "estimate: assumes the NPU reads every weight byte of each compiled model from DDR once per "
+    "inference (no on-chip reuse across frames; activations not included); models are "
+    "decompressed at load, so how a blob is stored does not change it")
+BLOB_ASSUMPTION = (
+    "estimate: no model cards (images/models.json), so each blob's size is taken as its weights; "
+    "assumes the NPU reads every weight byte from DDR once per inference (no on-chip reuse)")
+
+
+def _models(outdir, config, manifest) -> dict:
+    """The model DDR traffic: from the model cards (images/models.json: the compiled models'
+    weight_bytes) when the build wrote them, else from the blobs the output directory holds
+    (manifest `models`, <out>/models/). Never from the board tree or a cache: the report reads
+    the build. A `compressed` item figure only for a model the build stores compressed."""
     rate = (config or {}).get("MODEL_FRAME_RATE")
+    cards = documents.model_cards(outdir)
+    if cards is not None and cards[1].get("models"):
+        items, total, source, assume = _card_items(outdir, cards[1]["models"])
+        fake = []
+    else:
+        rows, note = report_inputs.read_models(outdir, manifest)
+        if rows is None:
+            return unavailable(note)
+        items, fake = _blob_items(rows), [r["name"] for r in rows if r.get("synthetic")]
+        total, source, assume = sum(i["size"]["value"] for i in items), "sum of blob sizes", \
+            BLOB_ASSUMPTION
     if not isinstance(rate, int) or rate <= 0:
         return unavailable(report_inputs.not_available(
             "MODEL_FRAME_RATE not configured (config.json)"))
-    level = (config or {}).get("COMPRESS_HC_LEVEL", 12)
-    items = []
-    for r in rows:
-        comp = r["compressed_size"]
-        source = "manifest compressed_size"
-        if comp is None and r["path"] is not None:
-            comp, method = _lz4_size(r["path"], level)
-            source = f"{method} of the blob, computed by the report"
-        item = dict(name=r["name"], size=computed(r["size"], source="model blob size"),
-                    compressed=None if comp is None else computed(comp, source=source),
-                    synthetic=bool(r.get("synthetic")))
-        if r.get("synthetic"):
-            item["synthetic_why"] = r["synthetic"]
-            for key in ("size", "compressed"):
-                if item[key]:
-                    item[key]["synthetic"] = "filler model blob"
-        items.append(item)
-    fake = [i["name"] for i in items if i["synthetic"]]
-    raw = sum(i["size"]["value"] for i in items)
-    have_comp = all(i["compressed"] for i in items)
-    comp = sum(i["compressed"]["value"] for i in items) if have_comp else None
-    assume = ("estimate: assumes the NPU reads every weight byte from DDR once per inference; "
-              "compressed figures assume a streaming decompressor in front of the NPU (no DDR "
-              "write-back); a blob decompressed into DDR once at load costs the uncompressed "
-              "figure per inference")
     if fake:
         # The figures are arithmetic on blob sizes: with filler blobs they describe the filler,
         # not the network a product would run. Said in the note, the figure and the notes list.
         assume = (f"for SYNTHETIC filler blobs ({', '.join(fake)}), not real model weights: "
                   + assume)
-    per_inf = dict(uncompressed=figure(raw, "bytes", "estimated", "sum of blob sizes", assume))
-    per_sec = dict(uncompressed=figure(raw * rate, "bytes/s", "estimated",
+    # "uncompressed": the schema's key for bytes the NPU reads as they are (version 1 keeps it).
+    per_inf = dict(uncompressed=figure(total, "bytes", "estimated", source, assume))
+    per_sec = dict(uncompressed=figure(total * rate, "bytes/s", "estimated",
                                        f"per inference x {rate} frames/s", assume))
-    if comp is not None:
-        per_inf["compressed"] = figure(comp, "bytes", "estimated", "sum of compressed sizes",
-                                       assume)
-        per_sec["compressed"] = figure(comp * rate, "bytes/s", "estimated",
-                                       f"per inference x {rate} frames/s", assume)
     if fake:
         for f in list(per_inf.values()) + list(per_sec.values()):
             f["synthetic"] = "filler model blobs"
@@ -322,17 +331,44 @@ def _models(outdir, config, manifest, board) -> dict:
     return part
 
 
-LZ4_CAP = 256 << 20        # a blob the report compresses itself (a 3 GiB sparse file is not)
+def _card_items(outdir, cards: list[dict]):
+    """Items from the model cards, stored sizes from images/images.json (what the boot package
+    holds: `stored_size` below `size` means stored compressed)."""
+    stored = {e["name"]: e for e in documents.package_entries(outdir) if e["type"] == "model"}
+    items, total, by_file = [], 0, []
+    for c in cards:
+        weights = c.get("weight_bytes")
+        if weights is None:         # a card without the toolkit's total: its file, said so
+            by_file.append(c["name"])
+        total += c["file_bytes"] if weights is None else weights
+        entry = stored.get(c["name"])
+        packed = entry is not None and entry["stored_size"] < entry["size"]
+        items.append(dict(
+            name=c["name"],
+            size=computed(c["file_bytes"], source="images/models.json: file_bytes"),
+            weights=None if weights is None else computed(
+                weights, source="images/models.json: weight_bytes (rknn-toolkit2)"),
+            compressed=computed(entry["stored_size"], source="images/images.json: stored_size")
+            if packed else None,
+            synthetic=False))
+    source = "images/models.json: sum of weight_bytes (the compiled models)"
+    if by_file:
+        source += f"; file_bytes for {', '.join(by_file)} (no weight_bytes)"
+    return items, total, source, WEIGHTS_ASSUMPTION
 
 
-def _lz4_size(path: Path, level: int) -> tuple[int | None, str]:
-    import lz4.block
-
-    from ...images import reading
-    if path.stat().st_size > LZ4_CAP:
-        return None, f"not computed: blob over {LZ4_CAP >> 20} MiB"
-    data = reading.read_input(path, "image")
-    if level and len(data) <= (16 << 20):    # HC is 7-40 MB/s through Python: cap its input
-        return len(lz4.block.compress(data, mode="high_compression", compression=level,
-                                      store_size=False)), f"LZ4 HC level {level}"
-    return len(lz4.block.compress(data, store_size=False)), "LZ4 fast mode"
+def _blob_items(rows: list[dict]) -> list[dict]:
+    items = []
+    for r in rows:
+        comp = r["compressed_size"]      # the manifest's stored size: stored compressed only
+        item = dict(name=r["name"], size=computed(r["size"], source="model blob size"),
+                    compressed=None if comp is None or comp >= r["size"] else
+                    computed(comp, source="manifest compressed_size"),
+                    synthetic=bool(r.get("synthetic")))
+        if r.get("synthetic"):
+            item["synthetic_why"] = r["synthetic"]
+            for key in ("size", "compressed"):
+                if item[key]:
+                    item[key]["synthetic"] = "filler model blob"
+        items.append(item)
+    return items

@@ -11,7 +11,8 @@ a cycle count) is a *figure* {value, unit, kind, source[, note]} where kind is
   estimated - involves an assumption or a constant (decompression cycles from a cycles/byte
               constant, DDR traffic models);
   measured  - read back from hardware or an emulator at run time (counters JSON) or from a
-              benchmark run (the decompressor benchmark's cycles/byte).
+              benchmark run given on the command line (bench/lz4_speed.py's cycles/byte,
+              measured on the host and labelled so, never the board's).
 A measured figure always carries `provenance` {source: live|recorded|emulated|benchmark|unknown,
 label, synthetic}, and a figure made from synthetic inputs says so in `synthetic`
 (report/provenance.py). A computed figure combined with an estimated one is estimated; nothing
@@ -50,16 +51,21 @@ class Inputs:
     """What the report of one output directory reads, each read once and only when a section
     asks for it (so the first bad input to raise is the one the first section needs, in
     registry order). config, manifest and board are read up front: the report's header needs
-    them."""
+    them. Nothing outside the output directory is read but the files named here (baseline,
+    counters, benchmark results: command-line arguments)."""
 
     def __init__(self, outdir: Path, config: dict | None, manifest: dict | None, board: str,
-                 baseline=None, counters=None):
+                 baseline=None, counters=None, decoder_bench=None, ccache_bench=None):
         self.outdir = Path(outdir)
         self.config = config
         self.manifest = manifest
         self.board = board
         self.baseline = baseline
         self.counters = counters
+        # Host benchmark results, only as given on the command line: a section never looks for
+        # one in the benchmark cache (the report is a function of the build and its arguments).
+        self.decoder_bench = decoder_bench
+        self.ccache_bench = ccache_bench
 
     @functools.cached_property
     def images(self) -> tuple[list[dict] | None, str | None]:

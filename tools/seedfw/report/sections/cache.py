@@ -25,13 +25,14 @@ class Cache(Section):
     """This build's compiler-cache (ccache) figures, and the time a warm remote cache saves.
 
     Present only when the build compiled something (<out>/images/ccache.json, written by
-    seedfw.ccache.finish from ccache's stats log of the build's own compiles); otherwise the
+    seedfw.cache.ccache.finish from ccache's stats log of the build's own compiles); otherwise the
     `cache` key is absent. Figures, all measured (recorded: the stats log of this build): hits,
     misses, hit rate, and with a remote cache its hits, misses and bytes read (unknown with
     ccache 4.7, which counts results, not bytes); warnings when the remote did not answer.
     time_saved: cold − warm seconds of the U-Boot + TF-A compile steps as bench/cache_speed.py
-    measured them on this host (seedfw.ccache.bench_result), labelled as the bench's, not this
-    build's; absent without a bench result.
+    measured them, from the result file given with `invoke report --ccache-bench FILE` (never
+    looked up in the benchmark cache), labelled as the bench's on its host, not this build's;
+    absent without one.
     store: what the artifact store (seedfw.cache) did in this build, from logs/steps.jsonl
     (measured, recorded: the build's own step records): steps restored, run and up to date, the
     hit rate (restored / (restored + run)), bytes restored and stored, and where restored steps
@@ -65,14 +66,14 @@ class Cache(Section):
                              for k, v in (doc.get("remote_unreachable") or {}).items()] +
                    ([f"{doc['remote_errors']} compile(s) could not reach the remote during the "
                      "build"] if doc.get("remote_errors") else []), store=store)
-        bench = documents.ccache_bench()
+        bench = documents.ccache_bench(inputs.ccache_bench)   # only as given
         if bench:
             saved = round(bench["cold_s"] - bench["warm_s"], 1)
             out["time_saved"] = dict(
                 value=saved, unit="s", kind="measured", source=bench["path"],
                 provenance=dict(source="benchmark", synthetic=False,
-                                label=f"bench/cache_speed.py on {bench['host']}, "
-                                      f"{bench['date']}"),
+                                label=f"bench/cache_speed.py on the host {bench['host']}, "
+                                      f"{bench['date']}, not this build"),
                 note=f"U-Boot + TF-A compile steps: cold {bench['cold_s']} s, warm remote "
                      f"{bench['warm_s']} s ({bench['ratio']}x); measured by the bench, not by "
                      "this build")
@@ -157,5 +158,5 @@ def _lines(c: dict) -> list[str]:
     if c.get("time_saved"):
         out.append(f"Time saved: {c['time_saved']['note']}.")
     else:
-        out.append("Time saved: no bench/cache_speed.py result on this host.")
+        out.append("Time saved: no bench/cache_speed.py result given (--ccache-bench).")
     return out + [f"Warning: {w}." for w in c["warnings"]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import stats, stats_diff
+from ... import stats
+from ...stats import diff as stats_diff
 from ...errors import SeedfwError
 from .. import inputs as report_inputs
 from ..format import bar_chart, fig, html_table, missing, num, pct, plot, signed, table
@@ -20,7 +21,7 @@ class Deltas(Section):
     Per image of either build: status (new / gone / changed / same), baseline and current size,
     the delta and its percentage. Per ELF present in both (matched by file name): the total and
     per-section changes (sections that did not change are left out) and the symbol changes
-    (grown / shrunk / new / gone, seedfw.stats_diff). All computed from the files.
+    (grown / shrunk / new / gone, seedfw.stats.diff). All computed from the files.
 
     report.html: a "size-deltas" diverging bar chart (images, then each ELF's sections).
     Unavailable without --baseline; a baseline that is a file or missing is an error.

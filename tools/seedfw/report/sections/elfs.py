@@ -14,8 +14,10 @@ TOP_SYMBOLS = 5
 class Elfs(Section):
     """Section, segment and symbol sizes of every target ELF of the build.
 
-    Per ELF (manifest `elfs`, else every ARM/AArch64 executable or shared object `*.elf` under
-    <out>, images/ first, one per content hash): its sections (name, type, flags, address, size,
+    Per ELF the build declares (manifest `elfs`, else the manifest's artifacts that are ARM/AArch64
+    executables or shared objects, one per content hash; never a directory walk, so an ELF
+    the build leaves in build/ that is not a product, e.g. the MCU's negative-control
+    flash algorithm, is not listed): its sections (name, type, flags, address, size,
     file size, ROM/RAM class as Zephyr's size_report), program headers, the ROM / RAM / loaded /
     `size -A` totals, the 5 largest symbols and the reader's warnings. All computed from the ELF
     headers (seedfw.stats.read_elf); one `kind` for each whole table.
@@ -31,7 +33,8 @@ class Elfs(Section):
         paths = inputs.elf_paths
         if not paths:
             return unavailable(report_inputs.not_available(
-                "no target ELF files found in the output directory"))
+                "the manifest declares no target ELF" if inputs.manifest is not None else
+                "no manifest.json (the build's declared outputs)"))
         items = []
         for path in paths:
             st = stats.read_elf(path, top=TOP_SYMBOLS)

@@ -1,0 +1,89 @@
+"""The firmware's software bill of materials, its licence bundle and its vulnerability handling.
+
+    model.py          the one Component record (purl, CPE, sha256 + SHA-512, SPDX licence,
+                      scope, pedigree, dependencies with completeness)
+    (seedfw.buildroot.sbom: Buildroot's packages from its own `make show-info`, called by the
+    Buildroot part: the Buildroot library is the parts' alone)
+    collect.py        every enabled part's sbom() + one component per image artifact, and the
+                      graph image → part → source taken from the plan's steps
+    cdx.py            CycloneDX 1.6 (cyclonedx-python-lib, validated offline by it)
+    spdx.py           SPDX 3.0.1 (spdx-python-model, loads back through it)
+    legal.py          `invoke legal`: the licence bundle, from the same component list
+    vex.py / cve.py   board/<b>/vex.yaml triage, `invoke cve`: offline matching with Bootlin's
+                      sbom-cve-check, the result a CycloneDX VEX document
+
+`write(ctx)` is what every build calls after the manifest: <out>/sbom/sbom.cdx.json and
+<out>/sbom/sbom.spdx.json (reproducible: SOURCE_DATE_EPOCH, uuid5 serial, sorted). The SBOM carries
+no vulnerability data (BSI TR-03183-2: that is the VEX's job, <out>/sbom/vex.cdx.json).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import util
+
+CDX = "sbom.cdx.json"
+SPDX = "sbom.spdx.json"
+
+
+def sbom_dir(outdir) -> Path:
+    return Path(outdir) / "sbom"
+
+
+def write(ctx, say=None) -> dict:
+    """Write <out>/sbom/{sbom.cdx.json,sbom.spdx.json} for a built output directory; returns
+    {"cdx": path, "spdx": path, "components": n, "notes": [...]}. A component whose input is
+    absent is left out and named in notes (and in the CycloneDX metadata); any other problem
+    is an error."""
+    require()
+    from . import cdx, collect, spdx
+    inv = collect.collect(ctx)
+    doc = cdx.document(inv, ctx.board.name)
+    if inv.notes:
+        doc.setdefault("metadata", {}).setdefault("properties", []).extend(
+            {"name": "seedfw:left-out", "value": n} for n in inv.notes)
+        cdx.validate(doc)
+    out = sbom_dir(ctx.outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    util.write_text(out / CDX, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    spdx.write(spdx.document(inv, ctx.board.name, doc["serialNumber"]), out / SPDX)
+    if say:
+        say(f"  {'wrote':<7} {'sbom':<24} {len(inv.components)} components → "
+            f"{out / CDX}, {SPDX}" + (f" ({len(inv.notes)} left out: see metadata)"
+                                       if inv.notes else ""))
+    return {"cdx": out / CDX, "spdx": out / SPDX, "components": len(inv.components),
+            "notes": inv.notes}
+
+
+def require() -> None:
+    """The kept libraries the SBOM is written with (pyproject extra 'sbom'), or one line."""
+    import importlib.util
+    from ..errors import SeedfwError
+    missing = [m for m in ("cyclonedx", "spdx_python_model", "packageurl", "license_expression")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SeedfwError(f"the SBOM needs Python packages {', '.join(missing)} (run 'invoke "
+                          "setup': pyproject extra 'sbom')")
+
+
+def coverage(doc: dict) -> dict:
+    """Component counts by kind and scope, with purl / CPE / SHA-512 coverage in percent, from a
+    CycloneDX document (what the report and the closing note show)."""
+    rows: dict[str, dict] = {}
+    for c in doc.get("components", []):
+        scope = next((p["value"] for p in c.get("properties", [])
+                      if p.get("name") == "seedfw:scope"), "required")
+        key = f"{c.get('type')} ({scope})"
+        r = rows.setdefault(key, {"count": 0, "purl": 0, "cpe": 0, "sha512": 0})
+        r["count"] += 1
+        r["purl"] += bool(c.get("purl"))
+        r["cpe"] += bool(c.get("cpe"))
+        r["sha512"] += any(h.get("alg") == "SHA-512" for h in c.get("hashes", []))
+    total = {k: sum(r[k] for r in rows.values()) for k in ("count", "purl", "cpe", "sha512")}
+    rows["all"] = total
+    for r in rows.values():
+        for k in ("purl", "cpe", "sha512"):
+            r[f"{k}_percent"] = round(100.0 * r[k] / r["count"], 1) if r["count"] else None
+    return rows
