@@ -258,11 +258,16 @@ TFA_IMAGES = ("bl1.bin", "bl2.bin", "bl31.bin")
 def test_killed_redis_mid_build_finishes_warns_once_same_images(remote, remote_builds):
     """Runs after the pair (module order): kills the shared server while C compiles. C is the
     firmware without U-Boot (TF-A and the payload: the server dies well inside TF-A's compiles),
-    so its TF-A images must be A's byte for byte; U-Boot's third compile proved nothing more."""
+    so its TF-A images must be A's byte for byte (with A's build id, which TF-A prints);
+    U-Boot's third compile proved nothing more."""
     tmp, _ = remote_builds
     out, log = tmp / "c", ccache.stats_log(tmp / "c")
     frag = tmp / "c.fragment"
-    frag.write_text(remote_fragment(tmp, remote.url).read_text() + NOBOOT.read_text())
+    # A's build id, pinned: the id is derived from the configuration, TF-A prints it
+    # (BUILD_STRING), and C's configuration differs from A's in CONFIG_UBOOT alone.
+    build_id = json.loads((tmp / "a" / "manifest.json").read_text())["build_id"]
+    frag.write_text(remote_fragment(tmp, remote.url).read_text() + NOBOOT.read_text()
+                    + f'CONFIG_BUILD_ID="{build_id}"\n')
     proc = subprocess.Popen(
         [os.sys.executable, "-m", "invoke", "build", "--no-store", "--board", "qemu-aarch64", "--output", out,
          "--fragment", frag], cwd=paths.ROOT,
