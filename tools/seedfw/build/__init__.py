@@ -89,7 +89,7 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
             store.trim()
     ccache.finish(ctx)                # images/ccache.json, read by the report
     manifest = write_manifest(ctx)
-    sbom.write(ctx, say=lambda m: say(m, markup=False, highlight=False))   # <out>/sbom/
+    sbom.after_build(ctx, say=lambda m: say(m, markup=False, highlight=False))   # <out>/sbom/
     for name, why in manifest.get("non_functional", {}).items():
         say(f"  [bold red]NON-FUNCTIONAL[/] {name}: {why}")
     written, report_dir = report_stage.after_build(ctx.outdir, board)

@@ -38,6 +38,7 @@ def write(ctx, say=None) -> dict:
     absent is left out and named in notes (and in the CycloneDX metadata); any other problem
     is an error."""
     require()
+    from .. import paths
     from . import cdx, collect, spdx
     inv = collect.collect(ctx)
     doc = cdx.document(inv, ctx.board.name)
@@ -51,10 +52,46 @@ def write(ctx, say=None) -> dict:
     spdx.write(spdx.document(inv, ctx.board.name, doc["serialNumber"]), out / SPDX)
     if say:
         say(f"  {'wrote':<7} {'sbom':<24} {len(inv.components)} components → "
-            f"{out / CDX}, {SPDX}" + (f" ({len(inv.notes)} left out: see metadata)"
+            f"{paths.shown(out / CDX)}, {SPDX}" + (f" ({len(inv.notes)} left out: see metadata)"
                                        if inv.notes else ""))
     return {"cdx": out / CDX, "spdx": out / SPDX, "components": len(inv.components),
             "notes": inv.notes}
+
+
+def after_build(ctx, say=None) -> bool:
+    """`write(ctx)` unless the SBOM is up to date (a no-op build rewrote it in 2 s, longer than
+    the plan took); returns whether it wrote. Up to date means the same digest as the last
+    write over: every step stamp (each already hashes its inputs and its code; the manifest is
+    made from their outputs), the configuration, seedfw's own code (the parts' `sbom()` and
+    this package: a changed collector rewrites), and the two settings the documents carry
+    (SOURCE_DATE_EPOCH, SEEDFW_SBOM_CREATOR)."""
+    import hashlib
+    import os
+    from .. import paths, reading
+    from ..errors import SeedfwError
+    outdir = Path(ctx.outdir)
+    h = hashlib.sha256(f"{util.source_date_epoch()}\0"
+                       f"{os.environ.get('SEEDFW_SBOM_CREATOR', '')}\0".encode())
+    inputs = [outdir / "config.json",
+              *sorted(p for p in (outdir / "stamps").glob("*.stamp")
+                      if p.name != "report.stamp"),       # written after this, from it
+              *sorted((paths.ROOT / "tools" / "seedfw").rglob("*.py"))]
+    for path in inputs:     # door: hashed, never parsed (this build's own files and seedfw's code)
+        h.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-"))
+    digest = h.hexdigest()
+    stamp = outdir / "stamps" / "sbom.stamp.json"     # not *.stamp: it is no input of its own
+    out = sbom_dir(outdir)
+    try:
+        current = reading.loads_json(reading.read_bytes(stamp, "json"), stamp).get("stamp")
+    except (SeedfwError, AttributeError):      # missing, deep, not JSON: not up to date
+        current = None
+    if current == digest and (out / CDX).is_file() and (out / SPDX).is_file():
+        if say:
+            say(f"  {'skipped':<7} {'sbom':<24} up to date")
+        return False
+    write(ctx, say=say)
+    util.write_json(stamp, {"stamp": digest})
+    return True
 
 
 def require() -> None:
