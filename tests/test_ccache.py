@@ -1,10 +1,11 @@
 """ccache for every C compile (seedfw.cache.ccache), with a real redis-server as the team cache.
 
-Slow proof (one module-scoped pair of builds of qemu-aarch64, the cheapest board with TF-A and
-U-Boot): output dir A with an empty local cache and an empty remote, then a fresh output dir B
-with a *different*, empty seedfw cache dir (so U-Boot's own compile cache cannot answer and U-Boot
-really compiles again) — B's compiles are remote hits, and B's images equal A's byte for byte.
-Then a build whose redis-server is killed while it compiles: it finishes, warns once, and its
+Slow proof (one module-scoped pair of builds of qemu-aarch64's firmware without U-Boot: TF-A,
+the payload and the QEMU plugin, about 240 compiles in 25 s; U-Boot would add hundreds more compiles
+and two minutes per build and prove nothing the 240 do not): output dir A with an empty local
+cache and an empty remote, then a fresh output dir B with a *different*, empty seedfw cache dir
+— B's compiles are remote hits, and B's images equal A's byte for byte. Then the same build
+again, C, whose redis-server is killed while it compiles: it finishes, warns once, and its
 images are still A's. Fast: the remote syntax, the doctor's feature check, a dead remote (one
 warning, local-only build of mps2-an385) with a live one as the negative control.
 The bad-input corpus has the malformed-URL cases: tests/bad_inputs/ccache-*.
@@ -204,6 +205,9 @@ def test_dead_remote_warns_once_and_builds_locally(tmp_path):
 
 # ---- slow: two real builds of qemu-aarch64 through one redis-server ---------------------------
 
+NOBOOT = paths.ROOT / "tests" / "data" / "no-uboot.fragment"
+TFA_IMAGES = ("bl1.bin", "bl2.bin", "bl31.bin")
+
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory):
     server = Redis(tmp_path_factory.mktemp("redis"))
@@ -213,10 +217,11 @@ def remote(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def remote_builds(remote, tmp_path_factory):
-    """A, then B: fresh output dirs, each with its own empty seedfw cache (local ccache and
-    U-Boot compile cache), one remote."""
+    """A, then B: fresh output dirs, each with its own empty seedfw cache (local ccache),
+    one remote; the firmware without U-Boot."""
     tmp = tmp_path_factory.mktemp("ccache-ab")
-    frag = remote_fragment(tmp, remote.url)
+    frag = tmp / "ab.fragment"
+    frag.write_text(remote_fragment(tmp, remote.url).read_text() + NOBOOT.read_text())
     procs = {}
     for name in ("a", "b"):
         procs[name] = invoke("build", "--no-store", "--board", "qemu-aarch64", "--output", tmp / name,
@@ -230,17 +235,19 @@ def remote_builds(remote, tmp_path_factory):
 def test_second_cache_dir_gets_remote_hits_and_identical_images(remote_builds):
     tmp, procs = remote_builds
     a, b = ccache.summary(tmp / "a"), ccache.summary(tmp / "b")
-    # U-Boot compiled in both (its own cache was empty both times), TF-A too.
+    # TF-A compiled in both; U-Boot in neither (the fragment leaves it out).
     for name in ("a", "b"):
-        assert "compiling U-Boot qemu_arm64" in procs[name].stdout
         assert "built   tfa.build" in procs[name].stdout
+        assert "compiling U-Boot" not in procs[name].stdout
         assert warnings(procs[name]) == []
-    # A: the cold build (negative control): nothing to hit in an empty remote.
-    assert a["remote_hits"] == 0 and a["misses"] > 500
-    # B: an empty local cache, so its hits came from the remote (ccache's own counters).
+    # A: the cold build (negative control): nothing to hit in an empty remote (208 misses
+    # of 237 compiles measured on 2026-12-03; the rest are repeats inside the build).
+    assert a["remote_hits"] == 0 and a["misses"] > 150
+    # B: an empty local cache, so what A had to compile B took from the remote (ccache's own
+    # counters; the repeats inside the build, A's local hits, are B's local hits too).
     compiles = b["hits"] + b["misses"]
     assert compiles == a["hits"] + a["misses"]
-    assert b["remote_hits"] >= 0.9 * compiles, b
+    assert b["remote_hits"] >= 0.9 * a["misses"], b
     assert b["hit_rate"] >= 0.9
     assert image_bytes(tmp / "b") == image_bytes(tmp / "a")
     # The report carries the figures, labelled as measured from the stats log.
@@ -250,24 +257,13 @@ def test_second_cache_dir_gets_remote_hits_and_identical_images(remote_builds):
     assert "## Compiler cache (ccache)" in (tmp / "b" / "report" / "report.md").read_text()
 
 
-NOBOOT = paths.ROOT / "tests" / "data" / "no-uboot.fragment"
-TFA_IMAGES = ("bl1.bin", "bl2.bin", "bl31.bin")
-
-
 @pytest.mark.slow
 def test_killed_redis_mid_build_finishes_warns_once_same_images(remote, remote_builds):
-    """Runs after the pair (module order): kills the shared server while C compiles. C is the
-    firmware without U-Boot (TF-A and the payload: the server dies well inside TF-A's compiles),
-    so its TF-A images must be A's byte for byte (with A's build id, which TF-A prints);
-    U-Boot's third compile proved nothing more."""
+    """Runs after the pair (module order): kills the shared server while C, the same build as
+    A and B with its own empty cache, compiles; its TF-A images must be A's byte for byte."""
     tmp, _ = remote_builds
     out, log = tmp / "c", ccache.stats_log(tmp / "c")
-    frag = tmp / "c.fragment"
-    # A's build id, pinned: the id is derived from the configuration, TF-A prints it
-    # (BUILD_STRING), and C's configuration differs from A's in CONFIG_UBOOT alone.
-    build_id = json.loads((tmp / "a" / "manifest.json").read_text())["build_id"]
-    frag.write_text(remote_fragment(tmp, remote.url).read_text() + NOBOOT.read_text()
-                    + f'CONFIG_BUILD_ID="{build_id}"\n')
+    frag = tmp / "ab.fragment"
     proc = subprocess.Popen(
         [os.sys.executable, "-m", "invoke", "build", "--no-store", "--board", "qemu-aarch64", "--output", out,
          "--fragment", frag], cwd=paths.ROOT,
@@ -275,7 +271,7 @@ def test_killed_redis_mid_build_finishes_warns_once_same_images(remote, remote_b
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if log.read_text().count("\n# ") >= 100:      # well into U-Boot's compiles
+            if log.read_text().count("\n# ") >= 100:      # well into TF-A's 237 compiles
                 break
         except FileNotFoundError:
             pass
@@ -290,7 +286,6 @@ def test_killed_redis_mid_build_finishes_warns_once_same_images(remote, remote_b
     assert doc["remote_errors"] > 0 and doc["remote_hits"] > 0
     a, c = image_bytes(tmp / "a"), image_bytes(out)
     assert {n: c[n] for n in TFA_IMAGES} == {n: a[n] for n in TFA_IMAGES}
-    assert "compiling U-Boot" not in stdout                 # C really is the build without U-Boot
 
 
 @pytest.mark.slow      # real builds of mps2-an385: integration, not unit
