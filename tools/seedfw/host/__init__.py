@@ -199,6 +199,9 @@ PY_NEEDS = [
     ("spdx_python_model", "spdx-python-model==0.0.6", "sbom: the SPDX 3.0.1 SBOM (every build), "
                                                       "pyproject extra 'sbom'"),
     ("packageurl", "packageurl-python==0.17.6", "sbom: component purls, pyproject extra 'sbom'"),
+    ("license_expression", "license-expression==30.4.4",
+     "sbom: licences as SPDX expressions (imported by seedfw.sbom itself, not only through "
+     "cyclonedx-python-lib), pyproject extra 'sbom'"),
     ("univers", "univers==32.0.1", "sbom: version ranges (invoke cve), pyproject extra 'sbom'"),
     ("sbom_cve_check", "sbom_cve_check==1.3.5", "sbom: the offline CVE matcher (invoke cve), "
                                                 "pyproject extra 'sbom'"),
