@@ -208,6 +208,7 @@ def test_dead_remote_warns_once_and_builds_locally(tmp_path):
 NOBOOT = paths.ROOT / "tests" / "data" / "no-uboot.fragment"
 TFA_IMAGES = ("bl1.bin", "bl2.bin", "bl31.bin")
 
+
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory):
     server = Redis(tmp_path_factory.mktemp("redis"))
