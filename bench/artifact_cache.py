@@ -12,9 +12,11 @@ The machine's per-machine caches (downloads, U-Boot's compiled tree, the Buildro
 tar and toolchain copy, ccache) are the same for all three: they are what a developer's machine
 or a CI runner with a persistent cache keeps; the store is what differs.
 
-Printed: wall seconds (the whole `invoke build` process, measured here), steps restored / ran /
-up to date, the share of steps restored (of all steps, and of the steps the store can hold:
-seedfw.cache.cacheable), bytes restored, and the ratios cold/local and cold/remote. Goals:
+Printed: wall seconds (the whole `invoke build` process, measured here), steps restored / ran
+(and of those, how many only reused a per-machine cache: a download, the Buildroot tree) / up
+to date, the share of steps restored (of all steps, and of the steps the store can hold:
+seedfw.cache.cacheable), the share that built nothing (restored, reused or up to date), bytes
+restored, and the ratios cold/local and cold/remote. Goals:
 >= 90 % of the storable steps restored, >= 10x faster than cold. The images of the three runs are
 compared through their manifests (they must be equal).
 
@@ -80,12 +82,17 @@ def build(boards: str, out: Path, env: dict, extra=()) -> tuple[float, str]:
 def tally(out: Path) -> dict:
     """Step actions over every board's steps.jsonl; `storable`: steps that ran and went into the
     store (their record carries "stored") or came out of it."""
-    counts = {"restored": 0, "ran": 0, "skipped": 0, "storable": 0, "bytes": 0, "boards": {}}
+    counts = {"restored": 0, "ran": 0, "reused": 0, "skipped": 0, "storable": 0, "bytes": 0,
+              "boards": {}, "built": {}}
     for steps in sorted(out.glob("*/logs/steps.jsonl")):
         records = [json.loads(line) for line in steps.read_text().splitlines()]
         counts["boards"][steps.parent.parent.name] = {r["step"]: r["action"] for r in records}
+        counts["built"][steps.parent.parent.name] = [r["step"] for r in records
+                                                     if r["action"] == "ran" and not r.get("reused")]
         for r in records:
             counts[r["action"]] = counts.get(r["action"], 0) + 1
+            # ran, but only found its product in a per-machine cache (seedfw.plan.Step.reused)
+            counts["reused"] += r["action"] == "ran" and bool(r.get("reused"))
             counts["bytes"] += r.get("bytes", 0)
             if r["action"] == "restored" or r.get("stored") is not None:
                 counts["storable"] += 1
@@ -132,13 +139,16 @@ def main() -> int:
         print(f"\nbench/artifact_cache.py, boards {args.boards}, {time.strftime('%Y-%m-%d')}, "
               f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} (measured: wall time of "
               "each `invoke build` process)")
-        print(f"{'run':8} {'wall s':>8} {'restored':>9} {'ran':>5} {'up to date':>10} "
-              f"{'restored %':>10} {'of storable':>11} {'bytes restored':>15} {'cold/this':>9}")
+        print(f"{'run':8} {'wall s':>8} {'restored':>9} {'ran':>5} {'(reused)':>8} "
+              f"{'up to date':>10} {'restored %':>10} {'of storable':>11} {'built nothing %':>15} "
+              f"{'bytes restored':>15} {'cold/this':>9}")
         for name, (seconds, t, _m) in results.items():
             total = t["restored"] + t["ran"] + t["skipped"]
             storable = max(1, results["cold"][1]["storable"])
-            print(f"{name:8} {seconds:8.1f} {t['restored']:9} {t['ran']:5} {t['skipped']:10} "
-                  f"{100 * t['restored'] / max(1, total):9.0f}% {100 * t['restored'] / storable:10.0f}% "
+            idle = t["restored"] + t["reused"] + t["skipped"]     # steps that built nothing
+            print(f"{name:8} {seconds:8.1f} {t['restored']:9} {t['ran']:5} {t['reused']:8} "
+                  f"{t['skipped']:10} {100 * t['restored'] / max(1, total):9.0f}% "
+                  f"{100 * t['restored'] / storable:10.0f}% {100 * idle / max(1, total):14.0f}% "
                   f"{t['bytes']:15,} {cold_s / seconds:8.1f}x")
             rows.append(name)
         same = all(m == results["cold"][2] for _, _, m in results.values())
@@ -146,6 +156,10 @@ def main() -> int:
         ran_elsewhere = sorted({s for _, t, _ in list(results.values())[1:]
                                 for b in t["boards"].values() for s, a in b.items() if a == "ran"})
         print(f"steps that ran with a warm store (not storable): {', '.join(ran_elsewhere) or '-'}")
+        built = sorted({s for _, t, _ in list(results.values())[1:]
+                        for b in t["built"].values() for s in b})
+        print(f"of them, steps that built something (not only reused a per-machine cache): "
+              f"{', '.join(built) or '-'}")
         return 0 if same else 1
     finally:
         if registry is not None:

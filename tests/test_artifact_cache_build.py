@@ -74,6 +74,12 @@ def test_a_new_output_directory_restores_every_stored_step(fixture, request, tmp
             in text.split(f"=== step {s} (stamp ")[1].splitlines()[0], (s, package)
     if "uboot.build" in actions:
         assert "compiled build reused from the cache" in proc.stdout      # no make ran
+    # The per-machine steps found their products in this machine's caches and say so; only the
+    # two that write into the output dir itself did work (plan.Step.reused).
+    reused = {r["step"] for r in _records(out) if r.get("reused")}
+    assert ran - reused <= {"tfa.extract", "buildroot.external"}, sorted(ran - reused)
+    for s in reused:
+        assert f"reused  {s}" in proc.stdout, proc.stdout
 
 
 # ---- every kind of input, flipped one at a time, misses ----------------------------------------

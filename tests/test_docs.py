@@ -109,6 +109,9 @@ class _Page(HTMLParser):
 @pytest.mark.slow      # a real browser per page: end to end (the site build itself stays fast)
 @pytest.mark.parametrize("path,heading", [("index.html", "seedfw"),
                                           ("building.html", "Building firmware"),
+                                          ("bringup-rock5b.html", "Bringing up a ROCK 5B"),
+                                          ("report-walkthrough.html",
+                                           "A report, section by section"),
                                           ("reference/kconfig.html", "Kconfig options")])
 def test_pages_in_chromium(served, path, heading, tmp_path):
     dom = dump_dom(f"{served}/{path}")

@@ -369,3 +369,28 @@ def test_a_command_killed_by_sigint_is_an_interrupt_not_a_failure(tmp_path):
     with pytest.raises(SeedfwError):
         control.run()
     assert [r["action"] for r in control.records] == ["failed"]
+
+
+def test_a_run_that_only_found_its_per_machine_product_says_reused(tmp_path):
+    """A step whose declared outputs live outside the output dir (a per-machine cache) and
+    that leaves them untouched is recorded `reused`; one that rewrites them is `built` (the
+    negative control), and so is any step whose outputs are in the output dir."""
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    cache.mkdir()
+    (cache / "tree.mark").write_text("made earlier")
+
+    def check_only(step):
+        assert (cache / "tree.mark").is_file()
+
+    def rewrite(step):
+        (cache / "tool.bin").write_bytes(b"new")
+
+    (cache / "tool.bin").write_bytes(b"old")
+    p = plan.Plan(out, jobs=1)
+    p.add(plan.Step("m.tree", check_only, outputs=(cache / "tree.mark",)),
+          plan.Step("m.tool", rewrite, outputs=(cache / "tool.bin",)),
+          plan.Step("o.file", lambda s: (out / "f").write_text("x"), outputs=(out / "f",)))
+    p.run()
+    recs = {r["step"]: r for r in steps_log(out)}
+    assert recs["m.tree"]["action"] == "ran" and recs["m.tree"]["reused"] == "this machine's cache"
+    assert "reused" not in recs["m.tool"] and "reused" not in recs["o.file"]

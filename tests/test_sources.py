@@ -6,6 +6,7 @@ import hashlib
 import io
 import lzma
 import tarfile
+import types
 
 import pytest
 
@@ -205,3 +206,18 @@ def test_real_fetch_from_the_debian_source_archive(dl):
         assert hashlib.sha256(got[f.name].read_bytes()).hexdigest() == f.sha256
     # The machine's apt configuration was not touched: the private state is under the cache.
     assert (dl / ".apt" / "trixie" / "parts" / "seedfw-src.sources").is_file()
+
+
+def test_a_fetch_step_says_reused_only_when_nothing_was_downloaded(tmp_path, dl):
+    """sources.fetch_step: the first fetch downloads (a plain `ran`), the second finds the
+    verified file in the download cache and marks the step reused."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "pkg-1.0.tar.xz").write_bytes(GOOD)
+    src = mirror_source(mirror, pin_of(GOOD))
+    marks = []
+    step = types.SimpleNamespace(log=None, reused=marks.append)
+    sources.fetch_step(step, src, progress=lambda m: None)
+    assert marks == []                                       # downloaded: not a reuse
+    sources.fetch_step(step, src, progress=lambda m: None)
+    assert marks == ["the download cache (sha256 verified)"]

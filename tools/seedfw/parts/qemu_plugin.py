@@ -49,7 +49,7 @@ class QemuPluginPart(Part):
         out = plugin_path(ctx.outdir)
 
         def fetch(step):
-            sources.fetch(src, log=step.log, progress=lambda m: ctx.progress(f"  qemu-plugin: {m}"))
+            sources.fetch_step(step, src, progress=lambda m: ctx.progress(f"  qemu-plugin: {m}"))
 
         def build_inputs():
             return {"pins": src.pins(), "source": plan.tree_hash(PLUGIN_SOURCE),

@@ -221,7 +221,7 @@ class TfaPart(Part):
             return {"pins": src.pins(), "cache": state}
 
         def fetch(step):
-            sources.fetch(src, log=step.log, progress=lambda m: ctx.progress(f"  tfa: {m}"))
+            sources.fetch_step(step, src, progress=lambda m: ctx.progress(f"  tfa: {m}"))
 
         def extract_inputs():
             return {"pins": src.pins(), "patches": plan.file_hashes(src.patches)}

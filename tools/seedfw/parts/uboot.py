@@ -251,9 +251,11 @@ class UbootPart(Part):
             return {"pins": src.pins(), "cache": state}
 
         def fetch(step):
-            sources.fetch(src, log=step.log, progress=say)
+            sources.fetch_step(step, src, progress=say)
 
         def build(step):
+            if (self.cache_dir(ctx) / "seedfw-cache.json").is_file():     # compile() reuses it
+                step.reused("this machine's compiled U-Boot tree")
             cached = self.compile(ctx, src, step.log, say)
             files = {ctx.images / "u-boot.elf": cached / "u-boot",
                      ctx.build_dir("u-boot") / "cache.json": cached / "seedfw-cache.json"}

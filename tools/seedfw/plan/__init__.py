@@ -7,7 +7,8 @@ upstream re-runs everything downstream and nothing else. A step whose stamp equa
 in `<out>/stamps/<step>.stamp` (and whose declared outputs exist) is skipped without calling it.
 
 Every run leaves `<out>/logs/steps.jsonl`: one JSON line per step of *that* run
-(`step`, `action` "ran"/"skipped"/"failed"/"interrupted", `stamp`, `seconds`), which is what tests
+(`step`, `action` "ran"/"skipped"/"failed"/"interrupted", `stamp`, `seconds`; a run that found
+its product in a per-machine cache also `reused`: see Step.reused), which is what tests
 assert on; each package's full output goes to `<out>/logs/<package>.log`, streamed as it comes.
 
 Interrupted builds (SIGINT): the previous images stay valid and the next build completes, because
@@ -25,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +39,8 @@ from typing import Callable, Iterable
 
 from .. import util
 from ..errors import SeedfwError
+from .jobserver import join as jobserver_join
+from .jobserver import stop  # noqa: F401  (seedfw.build.multi calls plan.stop)
 from .roles import Source, link, source  # noqa: F401  (parts call plan.source)
 # What a step's stamp is made of (parts call them as plan.tree_hash, plan.symbols, ...).
 from .stamps import code_digest, file_hashes, symbols, toolchain_version, tree_hash  # noqa: F401
@@ -95,6 +97,7 @@ class Step:
     log: Path | None = None          # set by the plan
     staged: dict = field(default_factory=dict, repr=False)   # final path -> built path
     log_start: int | None = field(default=None, repr=False)  # where this run's log began
+    reuse: str | None = field(default=None, repr=False)      # set by `reused` during a run
 
     def resolved_inputs(self) -> dict:
         return self.inputs() if callable(self.inputs) else self.inputs
@@ -105,6 +108,12 @@ class Step:
         for f in files:
             Path(f).resolve().relative_to(root)          # a file elsewhere is our bug: fail loudly
             self.shared.append((label, Path(f)))
+
+    def reused(self, where: str) -> None:
+        """This run found its product made in a per-machine cache (`where`) and built nothing:
+        such steps (downloads, trees) are never in the artifact store, and "built" would be
+        untrue. The record keeps action "ran" and carries `reused`."""
+        self.reuse = where
 
     def install(self, files: dict) -> None:
         """Products of this step, committed by the plan after `run` succeeds: {final: built}."""
@@ -141,7 +150,7 @@ def run_command(cmd: Iterable, *, cwd=None, env: dict | None = None, log=None,
     plan = getattr(_current, "plan", None)
     pass_fds: tuple = ()
     if plan is not None and plan.jobserver is not None:
-        cmd, env, pass_fds = _join_jobserver(list(cmd), env, plan.jobserver)
+        cmd, env, pass_fds = jobserver_join(list(cmd), env, plan.jobserver)
     result = util.run(cmd, cwd=cwd, env=env, log=log, check=False, pass_fds=pass_fds,
                       adopt=plan._adopt if plan else None, release=plan._release if plan else None)
     # A command killed by SIGINT is Ctrl-C too, even before the main thread has handled its own
@@ -152,39 +161,6 @@ def run_command(cmd: Iterable, *, cwd=None, env: dict | None = None, log=None,
     if check and result.returncode != 0:
         raise util.command_failed(result, log)
     return result
-
-
-def stop(futures, signal_all: Callable[[int], None]) -> None:
-    """SIGTERM through `signal_all`, then wait for `futures` (the workers running the commands);
-    SIGKILL to whatever is left after KILL_GRACE or at a further Ctrl-C. Shared by one plan's
-    interrupt and that of a group of plans (seedfw.build.multi)."""
-    signal_all(signal.SIGTERM)
-    futures = list(futures)
-    deadline = time.monotonic() + KILL_GRACE
-    while futures:
-        try:
-            _, left = wait(futures, timeout=max(0.0, deadline - time.monotonic()))
-        except KeyboardInterrupt:
-            left = futures
-            deadline = time.monotonic()
-        futures = list(left)
-        if futures and time.monotonic() >= deadline:
-            signal_all(signal.SIGKILL)
-            deadline = time.monotonic() + KILL_GRACE
-
-
-_MAKE_JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
-
-
-def _join_jobserver(cmd: list, env: dict | None, jobserver) -> tuple[list, dict | None, tuple]:
-    """A make becomes a client of the shared jobserver (see seedfw.plan.jobserver): its own `-jN`
-    goes (make would leave the pool for it), MAKEFLAGS names the pool's pipe, the pipe is
-    inherited. `-j1` stays: a serial make needs no slot beyond its step's. Other commands run
-    as they are, within their step's slot."""
-    if os.path.basename(str(cmd[0])) != "make" or "-j1" in map(str, cmd):
-        return cmd, env, ()
-    cmd = [c for c in cmd if not _MAKE_JOBS.match(str(c))]
-    return cmd, {**(env or {}), **jobserver.make_environment()}, jobserver.fds
 
 
 # ---- the plan ------------------------------------------------------------------------------------
@@ -392,6 +368,8 @@ class Plan:
             raise util.os_error(exc, step.log) from None
         step.staged = {}
         step.shared = []
+        step.reuse = None
+        kept = self._machine_products(step)
         _current.plan = self
         try:
             try:
@@ -407,12 +385,27 @@ class Plan:
             raise self._failure(step, exc) from None
         finally:
             _current.plan = None
+        if kept and step.reuse is None and kept == self._machine_products(step):
+            step.reused("this machine's cache")      # its products there, untouched by the run
         # Recompute: a step may create what its inputs describe (e.g. a fetch fills the cache).
         stamp, doc = stamp_of(step, dep_stamps)
         stored = self._store(step, key)
         util.write_json(stamp_file, {"stamp": stamp, **doc})
-        self._record(step, "ran", stamp, started, stored=stored, key=key if stored is not None else None)
+        self._record(step, "ran", stamp, started, stored=stored,
+                     key=key if stored is not None else None, reused=step.reuse)
         return stamp
+
+    def _machine_products(self, step: Step) -> dict | None:
+        """(inode, size, mtime) of each declared output when all are in per-machine caches
+        (outside the output dir) and exist, else None: equal after a run, it only found them."""
+        out, paths = self.outdir.resolve(), [Path(o) for o in step.outputs]
+        if not paths or any(p.resolve().is_relative_to(out) for p in paths):
+            return None
+        try:
+            return {str(p): (st.st_ino, st.st_size, st.st_mtime_ns) for p in paths
+                    if (st := p.stat())}
+        except OSError:
+            return None
 
     # -- the artifact store (seedfw.cache: what goes in and the key live there) --
 
@@ -492,7 +485,10 @@ class Plan:
                                  "seconds": seconds,
                                  **{k: v for k, v in extra.items() if v is not None}})
         if self.console is not None:
-            if action == "ran":
+            if action == "ran" and extra.get("reused"):
+                self.console.print(f"  [green]reused[/]  {step.name:<22} {seconds:6.1f} s  "
+                                   f"from {extra['reused']}, nothing built")
+            elif action == "ran":
                 self.console.print(f"  [green]built[/]   {step.name:<22} {seconds:6.1f} s")
             elif action == "failed":
                 self.console.print(f"  [red]FAILED[/]  {step.name:<22} {seconds:6.1f} s")

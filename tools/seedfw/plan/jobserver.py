@@ -27,10 +27,15 @@ build is ending then anyway.
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import threading
+import time
+from concurrent.futures import wait
+from typing import Callable
 
+from .. import util
 from ..errors import SeedfwError
 
 
@@ -109,3 +114,36 @@ class JobServer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_MAKE_JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
+
+
+def join(cmd: list, env: dict | None, jobserver) -> tuple[list, dict | None, tuple]:
+    """A make becomes a client of the shared jobserver (see seedfw.plan.jobserver): its own `-jN`
+    goes (make would leave the pool for it), MAKEFLAGS names the pool's pipe, the pipe is
+    inherited. `-j1` stays: a serial make needs no slot beyond its step's. Other commands run
+    as they are, within their step's slot."""
+    if os.path.basename(str(cmd[0])) != "make" or "-j1" in map(str, cmd):
+        return cmd, env, ()
+    cmd = [c for c in cmd if not _MAKE_JOBS.match(str(c))]
+    return cmd, {**(env or {}), **jobserver.make_environment()}, jobserver.fds
+
+
+def stop(futures, signal_all: Callable[[int], None]) -> None:
+    """SIGTERM through `signal_all`, then wait for `futures` (the workers running the commands);
+    SIGKILL to whatever is left after KILL_GRACE or at a further Ctrl-C. Shared by one plan's
+    interrupt and that of a group of plans (seedfw.build.multi)."""
+    signal_all(signal.SIGTERM)
+    futures = list(futures)
+    deadline = time.monotonic() + util.KILL_GRACE
+    while futures:
+        try:
+            _, left = wait(futures, timeout=max(0.0, deadline - time.monotonic()))
+        except KeyboardInterrupt:
+            left = futures
+            deadline = time.monotonic()
+        futures = list(left)
+        if futures and time.monotonic() >= deadline:
+            signal_all(signal.SIGKILL)
+            deadline = time.monotonic() + util.KILL_GRACE

@@ -254,13 +254,26 @@ def cache_lock(progress: Progress = print):
     return util.file_lock(dl / ".lock", f"the download cache {dl}", say=progress)
 
 
-def fetch(source: Source, log: Path | None = None, progress: Progress = print) -> dict[str, Path]:
-    """Make every file of `source` present and verified in the cache; return name -> path."""
+def fetch(source: Source, log: Path | None = None, progress: Progress = print,
+          fetched: list | None = None) -> dict[str, Path]:
+    """Make every file of `source` present and verified in the cache; return name -> path.
+    `fetched`, when given, gets the name of every file that had to be downloaded (none: all
+    were in the cache, intact)."""
     with cache_lock(progress):
-        return _fetch_all(source, log, progress)
+        return _fetch_all(source, log, progress, fetched if fetched is not None else [])
 
 
-def _fetch_all(source: Source, log: Path | None, progress: Progress) -> dict[str, Path]:
+def fetch_step(step, source: Source, progress: Progress = print) -> dict[str, Path]:
+    """A plan step's fetch: `fetch`, and the step says it reused the download cache when
+    nothing had to be downloaded (seedfw.plan.Step.reused)."""
+    fetched: list = []
+    files = fetch(source, log=step.log, progress=progress, fetched=fetched)
+    if not fetched:
+        step.reused("the download cache (sha256 verified)")
+    return files
+
+
+def _fetch_all(source: Source, log: Path | None, progress: Progress, fetched: list) -> dict[str, Path]:
     out = {}
     cache = source.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
@@ -273,6 +286,7 @@ def _fetch_all(source: Source, log: Path | None, progress: Progress) -> dict[str
             progress(f"{file.name}: cached copy is corrupted (sha256 or size differs); fetching again")
             path.unlink()
         out[file.name] = _fetch_one(source, file, cache, log, progress)
+        fetched.append(file.name)
     return out
 
 
