@@ -6,7 +6,9 @@ and stderr together, trailing blanks ignored). Two wildcards, nothing else: a li
 `...` matches any number of lines (none too), and `[...]` inside a line matches any text. A block
 that reads a build is preceded by `<!-- console: builds rk3588 mps2-an385 -->` naming the session
 builds it reads; one without needs no build and runs in the fast suite. Any ```sh / ```bash /
-```shell block is illustrative and must be preceded by `<!-- illustrative: <why> -->`.
+```shell block, and any plain or ```text fence or 4-space indented block holding a command (a
+`$ ` line, or one starting with a command such as `invoke`: `is_command`), is illustrative and
+must be preceded by `<!-- illustrative: <why> -->`.
 
 Why Sybil and not byexample, cram or pytest-markdown-docs: cram and prysk read `.t` files, not
 Markdown; pytest-markdown-docs and phmdoctest run Python fences only; byexample drives an
@@ -136,9 +138,51 @@ def parse_page(path: Path, page: str | None = None) -> list[Block]:
     return [example.parsed for example in doc.examples()]
 
 
+# The first word of a command line in a plain fence or an indented block (after any NAME=value):
+# the commands the manual's examples use. A `$ ` prompt makes any line a command.
+COMMANDS = frozenset("invoke python python3 pip pip3 git export cd rm cp mv mkdir cat ls echo "
+                     "sudo make rauc bmaptool picocom screen lsusb reboot curl".split())
+_ASSIGNMENTS = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)+")
+
+
+def is_command(line: str) -> bool:
+    """Whether a line of a plain fence or an indented block reads as a shell command."""
+    line = line.strip()
+    if line.startswith("$ "):
+        return True
+    m = _ASSIGNMENTS.match(line)
+    if m and m.end() < len(line):
+        line = line[m.end():]
+    word = line.split(" ", 1)[0]
+    return word in COMMANDS or word.startswith(("qemu-system-", "./"))
+
+
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def _indented_blocks(text: str):
+    """(offset, lines) of every run of lines indented by 4 spaces or a tab that follows a blank
+    line or a heading (or starts the page): Markdown's indented code blocks, and, after a list item, its
+    indented paragraphs (the caller skips what lies in a fence)."""
+    pos, prev_blank, block = 0, True, None
+    for raw in text.split("\n"):
+        if raw.startswith(("    ", "\t")) and raw.strip() and (prev_blank or block):
+            if block is None:
+                block = (pos, [])
+            block[1].append(raw)
+        elif raw.strip() and block:
+            yield block
+            block = None
+        prev_blank = not raw.strip() or bool(_HEADING.match(raw))   # a heading ends itself
+        pos += len(raw) + 1
+    if block:
+        yield block
+
+
 def unmarked_shell_blocks(path: Path, page: str | None = None) -> list[str]:
-    """`page:line: ...` for every sh/bash/shell fence without an illustrative marker right before
-    it, an empty reason, and every code fence that is never closed."""
+    """`page:line: ...` for every sh/bash/shell fence, every plain or ```text fence and every
+    indented block holding a command (`is_command`), without an illustrative marker right before
+    it or with an empty reason, and every code fence that is never closed."""
     page = page or Path(path).resolve().relative_to(REPO).as_posix()
     text = Path(path).read_text()
     doc = Document(text, str(path))
@@ -151,16 +195,29 @@ def unmarked_shell_blocks(path: Path, page: str | None = None) -> list[str]:
                        "<!-- illustrative: why --> before it (or make it a ```console block)")
         elif not marker["args"]:
             out.append(f"{page}:{line}: illustrative marker without a reason")
-    # A transcript in a plain or ```text fence (a `$ ` prompt in it) is a shell example too.
+    # Commands in a plain or ```text fence (a `$ ` prompt, or a line that starts with a
+    # command: `invoke build`, `export X=1`, `python3 bench/...`) are a shell example too.
     for region in _top_level(doc, RawFencedCodeBlockLexer(
             re.compile(r"(?P<language>(?:text)?)[ \t]*$\n", re.M))(doc)):
-        if not any(line.lstrip().startswith("$ ")
-                   for line in region.lexemes["source"].split("\n")):
+        if not any(is_command(line) for line in region.lexemes["source"].split("\n")):
             continue
         marker = _marker_before(text, region.start)
         if not marker or marker["kind"] != "illustrative":
-            out.append(f"{page}:{_line_of(text, region.start)}: a transcript (`$ ` lines) in a "
-                       "plain fence: make it ```console or mark it <!-- illustrative: why -->")
+            out.append(f"{page}:{_line_of(text, region.start)}: commands in a plain fence: "
+                       "make it ```console or mark it <!-- illustrative: why -->")
+        elif not marker["args"]:
+            out.append(f"{page}:{_line_of(text, region.start)}: illustrative marker without a "
+                       "reason")
+    # And in an indented (4-space) code block, which no fence lexer sees.
+    spans = _outer_fences(doc)
+    for start, lines in _indented_blocks(text):
+        end = start + len(lines[0])
+        if any(a < end and start < b for a, b in spans) or not any(map(is_command, lines)):
+            continue
+        marker = _marker_before(text, start)
+        if not marker or marker["kind"] != "illustrative" or not marker["args"]:
+            out.append(f"{page}:{_line_of(text, start)}: commands in an indented block: make it "
+                       "a ```console fence or mark it <!-- illustrative: why -->")
     for region in RawFencedCodeBlockLexer(re.compile(r".*$\n", re.M))(doc):
         # Sybil's lexer ends an unclosed block at the end of the page, with no closing fence.
         if region.end == len(text) and not re.search(r"\n[ \t>]*(```|~~~)[ \t]*\Z",

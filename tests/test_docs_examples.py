@@ -2,10 +2,11 @@
 
 - every ```console block of every page runs (tests/docs_console.py) and prints what the page
   says; the ones that read a build run in the slow suite on the session builds, the rest here;
-- every other shell block is marked illustrative with a reason, and every code fence is closed;
+- every other shell block (sh/bash/shell, or commands in a plain or text fence or an indented
+  block) is marked illustrative with a reason, and every code fence is closed;
 - the generated reference under docs/reference/ is committed and equal to what the code
   generates now, so the guides' links into it resolve without a site build;
-- negative controls: a planted stale figure, an unmarked block, a changed Kconfig help text and
+- negative controls: a planted stale figure, unmarked blocks, a changed Kconfig help text and
   a dead link each fail with the exact page:line or file.
 """
 
@@ -76,6 +77,36 @@ def test_unmarked_block_and_unclosed_fence_are_named(tmp_path):
         "(or make it a ```console block)",
         "docs/x.md:15: illustrative marker without a reason",
         "docs/x.md:19: code fence never closed"]
+
+
+def test_commands_in_plain_fences_and_indented_blocks_are_named(tmp_path):
+    """Commands without a `$ ` prompt in a plain fence, a prompt in an indented block (after a
+    heading too), an environment assignment before the command: each named; output alone, a
+    marked block, a YAML script and an indented paragraph of prose are not."""
+    page = tmp_path / "x.md"
+    page.write_text(
+        "# x\n\n```\ninvoke tune --board qemu-aarch64 --trials 40\n```\n\n"          # 3
+        "```text\n# the CI job\nSEEDFW_CACHE_REMOTE_MODE=rw invoke build\n```\n\n"     # 7
+        "```\nerror: board.yaml:14: expected integer\n```\n\n"
+        "<!-- illustrative: needs a board -->\n```\ninvoke flash --board rk3588\n```\n\n"
+        "```yaml\nscript:\n  - invoke build\n```\n\n"
+        "text\n\n    $ invoke fuzz --list\n    lz4-block ...\n\n"                        # 28
+        "## Keys\n    $ invoke keys --new ~/k\n\n"                                       # 32
+        "- item\n\n    continued prose, not a command\n\n"
+        "<!-- illustrative: -->\n```\nrauc install x.raucb\n```\n")                      # 39
+    assert dc.unmarked_shell_blocks(page, "docs/x.md") == [
+        "docs/x.md:3: commands in a plain fence: make it ```console or mark it "
+        "<!-- illustrative: why -->",
+        "docs/x.md:7: commands in a plain fence: make it ```console or mark it "
+        "<!-- illustrative: why -->",
+        "docs/x.md:39: illustrative marker without a reason",
+        "docs/x.md:28: commands in an indented block: make it a ```console fence or mark it "
+        "<!-- illustrative: why -->",
+        "docs/x.md:32: commands in an indented block: make it a ```console fence or mark it "
+        "<!-- illustrative: why -->"]
+    assert [dc.is_command(x) for x in ("cat tuned.conf", "A=1 B=2 python3 x.py", "./run",
+                                       "CONFIG_X=y", "error: x", "configs/x ├─► invoke")] == [
+        True, True, True, False, False, False]
 
 
 # --- console blocks run ----------------------------------------------------------------------
