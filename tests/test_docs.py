@@ -48,7 +48,8 @@ def served(site):
 def test_every_plugin_and_prompted_symbol_has_help():
     assert docsgen.missing_help() == []
     kinds = docsgen.plugin_classes()
-    assert {"parts", "flash-runners", "counter-sources", "report-sections"} == set(kinds)
+    assert {"parts", "flash-runners", "counter-sources", "report-sections",
+            "figures"} == set(kinds)
     assert {"mcu", "tfa", "uboot"} <= {n for n, _ in kinds["parts"]}
     assert {"pyocd", "rockusb", "sdcard", "qemu"} == {n for n, _ in kinds["flash-runners"]}
 

@@ -29,10 +29,11 @@ BENCH = ROOT / "bench" / "qemu-bench.yaml"
                "cve_db": "vulnerability database directory for each board's VEX (invoke cve; "
                          "default $SEEDFW_CVE_DB, else no VEX)"})
 def ci(c, output=None, baseline=None, jobs=0, cve_db=None):
-    """Build, boot and flash-check every board; write reports.
+    """Build, boot and flash-check every board; write reports; check the manual's figures.
 
-    Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports, run the
-    HIL suite on the QEMU places of a local labgrid farm and print the summary."""
+    Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports, check
+    the figures the manual marks against these builds (invoke docs --golden), run the HIL suite
+    on the QEMU places of a local labgrid farm and print the summary."""
     from rich.console import Console
 
     from ..build import multi as multibuild
@@ -89,6 +90,16 @@ def ci(c, output=None, baseline=None, jobs=0, cve_db=None):
         paths = write_report(report, out)
         console.print(f"report: {paths['md'].relative_to(root)}, {paths['html'].relative_to(root)}")
         summary.append(markdown.render(report))
+    # The golden check: the manual's marked figures regenerated from these builds and counted
+    # boots (seedfw.figures.golden); a disagreement fails CI after everything else ran.
+    console.rule("[bold]golden figures (docs/)")
+    from ..errors import SeedfwError
+    from .docs import golden_check
+    golden_err = None
+    try:
+        golden_check(root, say=lambda line: console.print(line, markup=False))
+    except SeedfwError as exc:
+        golden_err = exc
     console.rule("[bold]farm (labgrid: local coordinator + exporter, tests/hil)")
     from ..lab.farm import hil_suite
     for line in hil_suite({o.board: root / o.board for o in outcomes if o.status == "ok"},
@@ -100,6 +111,8 @@ def ci(c, output=None, baseline=None, jobs=0, cve_db=None):
     err = multibuild.failure(outcomes)
     if err is not None:
         raise err
+    if golden_err is not None:
+        raise golden_err
 
 
 def _builds_table(outcomes, root: Path) -> str:

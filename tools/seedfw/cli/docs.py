@@ -6,6 +6,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from . import command
 from ..paths import shown as shown_path
@@ -25,13 +26,23 @@ def mkdocs_command(check: bool = False, serve: bool = False, port: int = 8000) -
 @command(help={"check": "strict build (what CI runs): a broken link, anchor or un-navigated "
                         "page fails it",
                "serve": "serve on 127.0.0.1 and rebuild when a page changes",
-               "port": "port for --serve (default 8000)"})
-def docs(c, check=False, serve=False, port=8000):
-    """Build the manual (docs/) into output/site/.
+               "port": "port for --serve (default 8000)",
+               "golden": "instead of building the site: regenerate every figure the pages mark "
+                         "(<!-- figure: ... -->) from the builds DIR/<board>/ (invoke ci's "
+                         "output/ci) and fail naming page:line and figure where one disagrees",
+               "regenerate": "with --golden: write the builds' values into the pages instead"})
+def docs(c, check=False, serve=False, port=8000, golden=None, regenerate=False):
+    """Build the manual (docs/) into output/site/, or check its figures against builds.
 
     The reference pages (plug-ins, Kconfig options, task help, report schema) are generated
     into docs/reference/ by tools/seedfw/cli/docsgen.py on every build, and committed; --check
-    writes none and fails naming a committed one that is stale."""
+    writes none and fails naming a committed one that is stale. --golden DIR is the golden
+    check (seedfw.figures.golden) that invoke ci runs on its builds."""
+    if golden:
+        return golden_check(golden, regenerate)
+    if regenerate:
+        raise SeedfwError("needs --golden DIR (the builds to take the figures from)",
+                          field="--regenerate")
     # The theme too: mkdocs alone would fail later, and less clearly.
     if not all(importlib.util.find_spec(m) for m in ("mkdocs", "material")):
         raise SeedfwError("mkdocs-material is not installed (run: invoke setup, or python3 -m pip "
@@ -46,3 +57,23 @@ def docs(c, check=False, serve=False, port=8000):
                           ROOT / "mkdocs.yml", "--check" if check else "build")
     if not serve:
         print(f"manual: {shown_path(ROOT / 'output' / 'site' / 'index.html')}")
+
+
+def golden_check(root, regenerate: bool = False, say=print) -> None:
+    """The marked figures of docs/ against the builds under `root`: one line per disagreement,
+    then a SeedfwError; with `regenerate`, the pages rewritten from the builds."""
+    from ..figures import golden
+
+    root = Path(root)
+    if regenerate:
+        for line in golden.regenerate(ROOT / "docs", root):
+            say(line)
+        return
+    bad, found = golden.check(ROOT / "docs", root)
+    for line in bad:
+        say(line)
+    if bad:
+        raise SeedfwError(f"{len(bad)} of {len(found)} figures disagree with the builds in "
+                          f"{shown_path(root)} (invoke docs --golden {shown_path(root)} "
+                          "--regenerate writes the builds' values)", field="golden")
+    say(golden.summary(found, shown_path(root)))

@@ -6,7 +6,8 @@ them work as plain Markdown (on a forge, in an editor) without a site build; `st
 keeps the committed bytes honest — `invoke docs --check` (SEEDFW_DOCS_CHECK=1 for this hook)
 refuses to build while a committed page differs from what the code generates, naming the file,
 and tests/test_docs_examples.py asserts the same. Generated from the code, so they cannot drift:
-- one page per plug-in (part, flash runner, counter source, report section) from its docstring;
+- one page per plug-in (part, flash runner, counter source, report section, figure producer)
+  from its docstring;
 - the Kconfig option reference from the Kconfig tree (kconfiglib, every board's tree merged);
 - every `invoke` task's `--help`;
 - the report JSON schema (tools/seedfw/report/schema/).
@@ -38,6 +39,9 @@ KINDS = {   # kind -> (page title, folder, one line about the kind)
                         "board.yaml `counters` names one; `invoke counters` reads it."),
     "report-sections": ("Report sections", "report-sections",
                         "Each fills one key of report.json and one part of report.md/.html."),
+    "figures": ("Figure producers", "figures",
+                "A page's `<!-- figure: NAME board=B ... -->` names one; the golden check "
+                "(`invoke docs --golden DIR`, `invoke ci`) regenerates the figure with it."),
 }
 def _load(spec: str):
     module, _, attr = spec.partition(":")
@@ -50,15 +54,15 @@ def plugin_classes() -> dict[str, list[tuple[str, object]]]:
 
     The one place that knows the registries: parts (seedfw.parts.REGISTRY), flash runners
     (seedfw.flash.REGISTRY), counter sources (seedfw.counters.REGISTRY), report sections
-    (seedfw.report.sections.SECTIONS)."""
-    from seedfw import counters, flash, parts
+    (seedfw.report.sections.SECTIONS), figure producers (seedfw.figures.REGISTRY)."""
+    from seedfw import counters, figures, flash, parts
     from seedfw.report.sections import SECTIONS
     # names() + get(): Registry.classes() refuses an undocumented class, missing_help() wants
     # to list them all instead.
     return {kind: [(n, reg.get(n)) for n in reg.names()]
             for kind, reg in (("parts", parts.REGISTRY), ("flash-runners", flash.REGISTRY),
                               ("counter-sources", counters.REGISTRY),
-                              ("report-sections", SECTIONS))}
+                              ("report-sections", SECTIONS), ("figures", figures.REGISTRY))}
 
 
 def _doc(obj) -> str:
