@@ -106,17 +106,20 @@ def test_examples_in_code_are_not_figures(tmp_path):
 
 # --- the real pages against real builds (slow) ----------------------------------------------
 
-def _counted_run(build) -> None:
-    """The counted boot `invoke ci` makes, into the build's counters/emulated-run.json."""
+def _counted_run(build, dest: Path) -> Path:
+    """The counted boot `invoke ci` makes, into counters/emulated-run.json of a copy of the
+    build (`dest`): the session build is shared, and the boot writes into its disk image."""
     from seedfw import boards
     from seedfw.counters import emulated
     from seedfw.run import payload as qemu
 
-    board, out = boards.get("qemu-aarch64"), Path(build.outdir)
+    shutil.copytree(build.outdir, dest, symlinks=True)
+    board, out = boards.get("qemu-aarch64"), dest
     counted = emulated.default_file(out, "run")
     qemu.run(board, out, timeout=120, echo=lambda s: None,
              extra_args=emulated.qemu_args(board, out, counted))
     emulated.collect(board, out, counted, "run")
+    return dest
 
 
 def _planted_payload(build, tmp_path: Path) -> Path:
@@ -155,11 +158,10 @@ def test_the_pages_agree_with_the_session_builds_and_a_planted_payload_fails(
         qemu_aarch64_build, rk3588_build, tmp_path):
     from seedfw.cli.docs import golden_check
 
-    _counted_run(qemu_aarch64_build)
     root = tmp_path / "ci"
     root.mkdir()
-    for build in (qemu_aarch64_build, rk3588_build):
-        (root / build.board).symlink_to(build.outdir)
+    counted = _counted_run(qemu_aarch64_build, root / "qemu-aarch64")
+    (root / "rk3588").symlink_to(rk3588_build.outdir)
     said: list[str] = []
     golden_check(root, say=said.append)
     found = golden.markers(ROOT / "docs")
@@ -169,8 +171,7 @@ def test_the_pages_agree_with_the_session_builds_and_a_planted_payload_fails(
     # The planted change: a copy of the build (hard links: nothing of the session build is
     # written) whose bl33.elf is the payload with one more string.
     planted = tmp_path / "planted"
-    shutil.copytree(qemu_aarch64_build.outdir, planted / "qemu-aarch64", symlinks=True,
-                    copy_function=os.link)
+    shutil.copytree(counted, planted / "qemu-aarch64", symlinks=True, copy_function=os.link)
     (planted / "rk3588").symlink_to(rk3588_build.outdir)
     elf = planted / "qemu-aarch64" / "images" / "bl33.elf"
     elf.unlink()
