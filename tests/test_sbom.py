@@ -144,12 +144,17 @@ def test_written_twice_the_same_bytes(out):
 
 def test_a_build_that_changed_nothing_keeps_the_sbom_and_a_changed_step_rewrites_it(out):
     """The build's SBOM stage is skipped when nothing it is made from changed (it cost 2 s on
-    every no-op rk3588 build); a changed step stamp or a removed document is rewritten."""
+    every no-op rk3588 build); a changed step stamp, a removed document or documents written
+    outside the stage (invoke sbom) are rewritten."""
     from seedfw import sbom
     ctx = sbom_output.context(out)
     cdx = out / "sbom" / sbom.CDX
-    sbom.after_build(ctx)                              # the stage's first run stamps it
+    # Written outside the stage (invoke sbom, perhaps with another creator): the stage writes
+    # the documents again, with the build's settings, and stamps them.
+    sbom.write(ctx)
     cdx.write_bytes(cdx.read_bytes() + b" ")           # a mark a rewrite would remove
+    assert sbom.after_build(ctx) is True and not cdx.read_bytes().endswith(b" ")
+    cdx.write_bytes(cdx.read_bytes() + b" ")
     lines = []
     assert sbom.after_build(ctx, say=lines.append) is False
     assert lines == ["  skipped sbom                     up to date"]

@@ -48,6 +48,9 @@ def write(ctx, say=None) -> dict:
     require()
     from .. import paths
     from . import cdx, collect, spdx
+    # Written outside the build's stage (invoke sbom, invoke legal: other settings, maybe), the
+    # documents are no longer what after_build stamped: the next build writes them again.
+    _stamp(ctx.outdir).unlink(missing_ok=True)
     inv = collect.collect(ctx)
     doc = cdx.document(inv, ctx.board.name)
     if inv.notes:
@@ -95,6 +98,10 @@ def relist(outdir) -> bool:
     return True
 
 
+def _stamp(outdir) -> Path:
+    return Path(outdir) / "stamps" / "sbom.stamp.json"     # not *.stamp: no input of its own
+
+
 def after_build(ctx, say=None) -> bool:
     """`write(ctx)` unless the SBOM is up to date (a no-op build rewrote it in 2 s, longer than
     the plan took); returns whether it wrote. Up to date means the same digest as the last
@@ -116,7 +123,7 @@ def after_build(ctx, say=None) -> bool:
     for path in inputs:     # door: hashed, never parsed (this build's own files and seedfw's code)
         h.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-"))
     digest = h.hexdigest()
-    stamp = outdir / "stamps" / "sbom.stamp.json"     # not *.stamp: it is no input of its own
+    stamp = _stamp(outdir)
     out = sbom_dir(outdir)
     try:
         current = reading.loads_json(reading.read_bytes(stamp, "json"), stamp).get("stamp")
