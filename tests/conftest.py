@@ -26,6 +26,12 @@ _MIRROR = Path(__file__).resolve().parents[2] / "shared" / "mirror"
 if _MIRROR.is_dir():
     os.environ.setdefault("SEEDFW_MIRROR_DIR", str(_MIRROR))
 
+# The SBOM's creator (BSI TR-03183-2) for every build and SBOM of the session, set before the
+# first: SEEDFW_SBOM_CREATOR is part of the SBOM's bytes and of its stamp, so one set half-way
+# (tests/sbom_output.py used to) made a later build's SBOM, and the manifest listing it, differ
+# from an earlier build's, and a no-op rebuild rewrite it.
+os.environ.setdefault("SEEDFW_SBOM_CREATOR", "https://example.org/seedfw-security")
+
 
 @pytest.fixture(scope="session")
 def rk3588_build(tmp_path_factory):

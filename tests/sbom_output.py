@@ -55,7 +55,7 @@ def copy() -> Path:
     if cached.is_file():
         (out / "build" / "sbom").mkdir(parents=True)
         shutil.copy2(cached, out / "build" / "sbom" / cached.name)
-    os.environ.setdefault("SEEDFW_SBOM_CREATOR", "https://example.org/seedfw-security")
+    # SEEDFW_SBOM_CREATOR: set for the whole session by conftest.py, before any build
     from seedfw import sbom
     sbom.write(context(out))
     _COPY["out"] = out

@@ -1,6 +1,7 @@
 """`invoke cve` against the fixture database (tests/fixtures/cve/nvd: real CVE records in NVD's
 2.0 per-CVE layout): every seeded true positive found, no false positive from a version range,
-the triage applied, the VEX valid; board triage files checked like every board file."""
+the triage applied, the VEX valid; the CVE 5 form (tests/fixtures/cve/cve5: cvelistV5's layout)
+read too; board triage files checked like every board file."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hostile import invoke_bounded
 from seedfw.errors import SeedfwError
 
 DB = Path(__file__).parent / "fixtures" / "cve" / "nvd"
+CVE5 = Path(__file__).parent / "fixtures" / "cve" / "cve5"
 
 # (CVE, component, expected): "match" = the image's version is in a published affected range.
 EXPECTED = [
@@ -52,14 +54,14 @@ def out():
     return sbom_output.copy()
 
 
-def check(out, tmp_path, triage: str | None):
+def check(out, tmp_path, triage: str | None, db: Path = DB):
     from seedfw.sbom import cve
     path = tmp_path / "vex.yaml"
     if triage is not None:
         path.write_text(triage)
     else:
         path.write_text("triage: []\n")
-    return cve.match(sbom_output.context(out), DB, say=lambda m: None, triage_file=path)
+    return cve.match(sbom_output.context(out), db, say=lambda m: None, triage_file=path)
 
 
 def test_every_seeded_true_positive_found_and_no_false_positive(out, tmp_path, capsys):
@@ -123,6 +125,31 @@ def test_the_vex_is_valid_cyclonedx_and_names_the_sboms_components(out, tmp_path
                       "CVE-2025-46394": ("resolved", link + "buildroot:busybox")}
     just = {v["id"]: v["analysis"].get("justification") for v in vex["vulnerabilities"]}
     assert just["CVE-2024-58251"] == "code_not_reachable"
+
+
+def test_cve5_records_one_in_range_one_not_give_the_exact_vex(out, tmp_path):
+    """The CVE JSON 5.x form (cvelistV5's layout, `--db` detects it): BusyBox through 1.37.0 is
+    a match for the image's 1.37.0, U-Boot before 2025.01-rc1 is none for its 2025.01."""
+    from seedfw.sbom import cve
+    assert cve.layout(CVE5) == "cve-db-cvelist"
+    assert cve.layout(DB) == "cve-db-nvd-fkie"              # negative control: the other form
+    doc = check(out, tmp_path, "triage:\n  - cve: CVE-2024-58251\n    status: not_affected\n"
+                               "    justification: code_not_reachable\n    who: test\n"
+                               "    when: 2026-12-03\n", db=CVE5)
+    assert [(m["cve"], m["component"], m["version"], m["record"], m["decision"]["status"])
+            for m in doc["matches"]] == [("CVE-2024-58251", "busybox", "1.37.0",
+                                          "cves/2024/58xxx/CVE-2024-58251.json", "not_affected")]
+    assert [(m["cve"], m["component"], m["version"]) for m in doc["not_matched"]] == \
+        [("CVE-2024-57254", "u-boot", "2025.01")]
+    assert doc["counts"] == {"affected": 0, "fixed": 0, "not_affected": 1,
+                             "under_investigation": 0, "untriaged": 0}
+    assert doc["stale_triage"] == []
+    vex = json.loads((out / "sbom" / "vex.cdx.json").read_bytes())
+    sbom = json.loads((out / "sbom" / "sbom.cdx.json").read_bytes())
+    link = sbom["serialNumber"].replace("urn:uuid:", "urn:cdx:") + "/1#"
+    assert [(v["id"], v["analysis"]["state"], v["analysis"].get("justification"),
+             [a["ref"] for a in v["affects"]]) for v in vex["vulnerabilities"]] == \
+        [("CVE-2024-58251", "not_affected", "code_not_reachable", [link + "buildroot:busybox"])]
 
 
 def test_a_match_without_triage_is_called_out(out, tmp_path):

@@ -106,6 +106,11 @@ def test_a_real_rk3588_manifest_validates(tmp_path):
     ({"flash": {"rockusb": "images/x"}}, "flash", "must be an object {backend: [paths]}"),
     ({"non_functional": {"a": 1}}, "non_functional", "must be an object {file name: why}"),
     ({"elfs": 0}, "elfs", "must be a list or an object of entries"),
+    ({"sbom": {"path": "sbom/sbom.cdx.json"}}, "sbom", "must be a list of SBOM documents"),
+    ({"sbom": [{"path": "sbom/sbom.cdx.json", "size": 1}]}, "sbom[0]",
+     "must be an SBOM document object (format, name, path, sha256, size)"),
+    ({"sbom": [{"path": "../sbom.cdx.json", "size": 1, "sha256": SHA}]}, "sbom[0].path",
+     "must be a path relative to the output directory, without '..'"),
     ({"board": 7}, "board", "must be a board name (a string)"),
     ('{"size": NaN}', "size", "NaN is not a finite number: refused"),
 ])

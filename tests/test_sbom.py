@@ -1,17 +1,22 @@
 """The SBOM every build writes (seedfw.sbom), checked on a real rk3588 output: the kept
 libraries' own validators, the BSI TR-03183-2 checker, identity coverage, the graph,
-reproducibility, and Buildroot's legal-info cross-check."""
+reproducibility, the manifest's listing of the documents, and Buildroot's legal-info
+cross-check."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
 
 import pytest
 
+import builds
 import sbom_output
 from seedfw.errors import SeedfwError
+
+DOCS = ("sbom/sbom.cdx.json", "sbom/sbom.spdx.json")
 
 
 @pytest.fixture(scope="module")
@@ -139,12 +144,17 @@ def test_written_twice_the_same_bytes(out):
 
 def test_a_build_that_changed_nothing_keeps_the_sbom_and_a_changed_step_rewrites_it(out):
     """The build's SBOM stage is skipped when nothing it is made from changed (it cost 2 s on
-    every no-op rk3588 build); a changed step stamp or a removed document is rewritten."""
+    every no-op rk3588 build); a changed step stamp, a removed document or documents written
+    outside the stage (invoke sbom) are rewritten."""
     from seedfw import sbom
     ctx = sbom_output.context(out)
     cdx = out / "sbom" / sbom.CDX
-    sbom.after_build(ctx)                              # the stage's first run stamps it
+    # Written outside the stage (invoke sbom, perhaps with another creator): the stage writes
+    # the documents again, with the build's settings, and stamps them.
+    sbom.write(ctx)
     cdx.write_bytes(cdx.read_bytes() + b" ")           # a mark a rewrite would remove
+    assert sbom.after_build(ctx) is True and not cdx.read_bytes().endswith(b" ")
+    cdx.write_bytes(cdx.read_bytes() + b" ")
     lines = []
     assert sbom.after_build(ctx, say=lines.append) is False
     assert lines == ["  skipped sbom                     up to date"]
@@ -155,6 +165,54 @@ def test_a_build_that_changed_nothing_keeps_the_sbom_and_a_changed_step_rewrites
     assert not cdx.read_bytes().endswith(b" ")
     (out / "sbom" / sbom.SPDX).unlink()
     assert sbom.after_build(ctx) is True and (out / "sbom" / sbom.SPDX).is_file()
+
+
+def listed(out) -> dict:
+    """{path: (sha256, size)} of the manifest's "sbom" entries, read as bytes."""
+    return {e["path"]: (e["sha256"], e["size"])
+            for e in json.loads((out / "manifest.json").read_bytes())["sbom"]}
+
+
+def actual(out) -> dict:
+    """{path: (sha256, size)} of the SBOM documents, hashed here from their bytes."""
+    return {p: (hashlib.sha256(data).hexdigest(), len(data))
+            for p in DOCS for data in [(out / p).read_bytes()]}
+
+
+def test_the_manifest_lists_the_sbom_documents_as_their_bytes_are(out):
+    """`invoke sbom`/`invoke legal` write the documents outside a build: the manifest's entries
+    follow them (seedfw.sbom.relist), and an up-to-date manifest is left as it is."""
+    from seedfw import sbom
+    from seedfw.manifest import Manifest
+    sbom.relist(out)                      # the lead's manifest may predate the listing
+    assert listed(out) == actual(out)
+    assert [(f.format, f.path) for f in Manifest.load(out).sbom] == \
+        [("CycloneDX 1.6", DOCS[0]), ("SPDX 3.0.1", DOCS[1])]
+    before = (out / "manifest.json").read_bytes()
+    assert sbom.relist(out) is False and (out / "manifest.json").read_bytes() == before
+    cdx = out / DOCS[0]
+    original = cdx.read_bytes()
+    cdx.write_bytes(original + b" ")             # negative control: the document changed
+    try:
+        assert listed(out)[DOCS[0]] != actual(out)[DOCS[0]]
+        assert sbom.relist(out) is True and listed(out) == actual(out)
+    finally:
+        cdx.write_bytes(original)
+        sbom.relist(out)
+    assert (out / "manifest.json").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_build_lists_its_sbom_in_the_manifest_and_a_no_op_rebuild_keeps_both(rk3588_build):
+    """The build writes the SBOM, then the manifest listing it (path, size, sha256): the entries
+    are the documents' bytes, and a build that changed nothing leaves all three byte-identical."""
+    out = rk3588_build.outdir
+    assert listed(out) == actual(out)
+    names = ("manifest.json", *DOCS)
+    before = {n: (out / n).read_bytes() for n in names}
+    builds.rebuild(rk3588_build)
+    assert {n: (out / n).read_bytes() for n in names} == before
+    assert listed(out) == actual(out)
 
 
 @pytest.mark.parametrize("text, expr", [

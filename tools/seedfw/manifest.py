@@ -14,6 +14,7 @@ schema/manifest-v1.json (jsonschema), and handed out as typed objects:
     m.qemu_loads("firmware")                  # what QEMU loads itself in a run mode
     m.flash_default("rockusb")                # what `invoke flash` programs without --image
     m.boot_chain()                            # what the board reads from storage at boot
+    m.sbom                                    # [SbomFile]: the SBOM documents the build wrote
 
 Each Artifact carries name, path (relative to the output directory), size, sha256, its roles and
 a typed `Placement` (storage, offset, partition, load_addr, path). The writer (build.write_manifest)
@@ -59,6 +60,17 @@ class Placement:
     partition: str | None = None
     load_addr: int | None = None
     path: str | None = None
+
+
+@dataclass(frozen=True)
+class SbomFile:
+    """One SBOM document the build wrote (manifest "sbom", seedfw.sbom.listing): its format
+    ("CycloneDX 1.6", "SPDX 3.0.1"), path relative to the output directory, size and sha256."""
+
+    format: str
+    path: str
+    size: int
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -272,6 +284,13 @@ class Manifest:
         """The files `invoke flash` programs for `backend` without --image (manifest "flash",
         in order), as paths; the caller takes the first present one."""
         return [self.outdir / p for p in (self.doc.get("flash") or {}).get(backend) or ()]
+
+    @property
+    def sbom(self) -> list[SbomFile]:
+        """The SBOM documents the build listed, in manifest order ([] for a build before the
+        manifest listed them)."""
+        return [SbomFile(e.get("format") or "", e["path"], e["size"], e["sha256"])
+                for e in self.doc.get("sbom") or ()]
 
     def boot_chain(self) -> list[Artifact]:
         """What the board reads from storage at boot (manifest class "boot"), in order."""

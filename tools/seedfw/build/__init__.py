@@ -1,9 +1,11 @@
-"""The build, top-down: configure → plan (every enabled part's steps) → run → manifest → report.
+"""The build, top-down: configure → plan (every enabled part's steps) → run → SBOM → manifest →
+report.
 
 Everything the build schedules is a part (seedfw.parts: one module each, one registry). Each part
 declares its outputs once, by role, with their placement, then adds its steps; what runs before
-what comes from the roles each step needs (seedfw.plan.Plan.link). The report describes what the manifest
-lists, so it comes last.
+what comes from the roles each step needs (seedfw.plan.Plan.link). The SBOM (seedfw.sbom) is made
+from the steps' outputs and the manifest lists it (path, size, sha256), so the manifest is written
+after it; the report describes what the manifest lists, so it comes last.
 """
 
 from __future__ import annotations
@@ -88,8 +90,8 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
                 say(f"  [yellow]artifact store:[/] {escape(note)}", markup=True)
             store.trim()
     ccache.finish(ctx)                # images/ccache.json, read by the report
-    manifest = write_manifest(ctx)
     sbom.after_build(ctx, say=lambda m: say(m, markup=False, highlight=False))   # <out>/sbom/
+    manifest = write_manifest(ctx)        # lists the SBOM: after it
     for name, why in manifest.get("non_functional", {}).items():
         say(f"  [bold red]NON-FUNCTIONAL[/] {name}: {why}")
     written, report_dir = report_stage.after_build(ctx.outdir, board)
@@ -115,7 +117,9 @@ def write_manifest(ctx) -> dict:
     load_addr, path: the Output's own, else where a part placed one of its roles); a file
     declared as read at boot or flashed carries its declaration under "declared" and, when the
     board reads it from storage at boot (at_boot), role "boot"; and "flash" lists, per flash
-    backend, the files `invoke flash` programs by default (in order).
+    backend, the files `invoke flash` programs by default (in order); "sbom" lists the SBOM
+    documents (seedfw.sbom.listing: format, name, path, sha256, size), which the build writes
+    before this and which never describe this file.
     A file that a part marked as a placeholder (uboot.json "non_functional") carries
     "functional": false, and the manifest "non_functional" names them all.
     Paths are relative to the output directory, so two output dirs of the same build give the same
@@ -149,6 +153,7 @@ def write_manifest(ctx) -> dict:
             if path.name in placeholders:
                 entry["functional"] = False
             entries.append(entry)
+    sbom_files = sbom.listing(ctx.outdir, hashes)
     hashes.save()
     present = {e["name"]: e["path"] for e in entries}
     flash: dict[str, list[str]] = {}
@@ -158,7 +163,7 @@ def write_manifest(ctx) -> dict:
                 flash.setdefault(backend, []).append(present[d.name])
     manifest = {"board": ctx.board.name, "seedfw_version": __version__,
                 "config_hash": config_mod.config_hash(ctx.values), "build_id": ctx.build_id,
-                "artifacts": entries, "flash": flash}
+                "artifacts": entries, "flash": flash, "sbom": sbom_files}
     if placeholders:
         manifest["non_functional"] = placeholders
     util.write_json(ctx.outdir / "manifest.json", manifest)

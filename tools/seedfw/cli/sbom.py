@@ -29,12 +29,15 @@ def sbom(c, board=None, output=None):
     """Write the SBOM of a built output directory.
 
     Write <out>/sbom/sbom.cdx.json (CycloneDX 1.6) and sbom.spdx.json (SPDX 3.0.1) of a built
-    output directory, as every build does; print the component counts and coverage."""
+    output directory, as every build does, and list them in its manifest.json again; print the
+    component counts and coverage."""
     from .. import sbom as sbom_mod
     from .. import reading
 
     ctx = _context(board, output)
     got = sbom_mod.write(ctx, print)
+    if sbom_mod.relist(ctx.outdir):
+        print(f"  {'wrote':<7} {'manifest':<24} its sbom entries, for the documents written now")
     doc = reading.loads_json_strict(reading.read_bytes(got["cdx"], "json"), got["cdx"])
     for kind, r in sbom_mod.coverage(doc).items():
         print(f"  {kind:<36} {r['count']:>4}  purl {r['purl_percent']:>5}%  CPE "

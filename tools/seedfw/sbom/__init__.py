@@ -12,9 +12,16 @@
     vex.py / cve.py   board/<b>/vex.yaml triage, `invoke cve`: offline matching with Bootlin's
                       sbom-cve-check, the result a CycloneDX VEX document
 
-`write(ctx)` is what every build calls after the manifest: <out>/sbom/sbom.cdx.json and
-<out>/sbom/sbom.spdx.json (reproducible: SOURCE_DATE_EPOCH, uuid5 serial, sorted). The SBOM carries
-no vulnerability data (BSI TR-03183-2: that is the VEX's job, <out>/sbom/vex.cdx.json).
+`write(ctx)` is what every build calls after its steps and before the manifest: <out>/sbom/
+sbom.cdx.json and <out>/sbom/sbom.spdx.json (reproducible: SOURCE_DATE_EPOCH, uuid5 serial,
+sorted). The SBOM carries no vulnerability data (BSI TR-03183-2: that is the VEX's job,
+<out>/sbom/vex.cdx.json).
+
+The manifest lists the two documents (`listing`: path, size, sha256, format) and the SBOM does
+not describe the manifest: the SBOM's file components are the manifest's `artifacts` (the
+parts' listed outputs), made from the steps' outputs, never from manifest.json; the manifest is
+the index of what the build left, SBOM included, so it is written last. One direction only, no
+circle: a no-op build leaves both byte-identical.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from .. import util
 
 CDX = "sbom.cdx.json"
 SPDX = "sbom.spdx.json"
+FORMATS = ((CDX, "CycloneDX 1.6"), (SPDX, "SPDX 3.0.1"))
 
 
 def sbom_dir(outdir) -> Path:
@@ -40,6 +48,9 @@ def write(ctx, say=None) -> dict:
     require()
     from .. import paths
     from . import cdx, collect, spdx
+    # Written outside the build's stage (invoke sbom, invoke legal: other settings, maybe), the
+    # documents are no longer what after_build stamped: the next build writes them again.
+    _stamp(ctx.outdir).unlink(missing_ok=True)
     inv = collect.collect(ctx)
     doc = cdx.document(inv, ctx.board.name)
     if inv.notes:
@@ -56,6 +67,39 @@ def write(ctx, say=None) -> dict:
                                        if inv.notes else ""))
     return {"cdx": out / CDX, "spdx": out / SPDX, "components": len(inv.components),
             "notes": inv.notes}
+
+
+def listing(outdir, sha256=util.sha256_file) -> list[dict]:
+    """The manifest's `sbom` entries: {format, name, path (relative to the output directory),
+    sha256, size} of each SBOM document the output directory holds, in FORMATS order (`sha256`:
+    the build's StatCache of the manifest's hashes, or a plain hash)."""
+    out = []
+    for name, form in FORMATS:
+        path = sbom_dir(outdir) / name
+        if path.is_file():
+            out.append({"format": form, "name": name, "path": f"sbom/{name}",
+                        "sha256": sha256(path), "size": path.stat().st_size})
+    return out
+
+
+def relist(outdir) -> bool:
+    """Bring the manifest's "sbom" entries up to date with <out>/sbom/ after `invoke sbom` or
+    `invoke legal` wrote the documents again outside a build (another SEEDFW_SBOM_CREATOR gives
+    other bytes); the rest of the manifest is kept as the build (seedfw.build.write_manifest)
+    wrote it. Returns whether it changed the file (False too without a manifest: not built)."""
+    from ..manifest import Manifest
+    m = Manifest.find(outdir)
+    if m is None:
+        return False
+    files = listing(outdir)
+    if m.doc.get("sbom") == files:
+        return False
+    util.write_json(m.path, {**m.doc, "sbom": files})
+    return True
+
+
+def _stamp(outdir) -> Path:
+    return Path(outdir) / "stamps" / "sbom.stamp.json"     # not *.stamp: no input of its own
 
 
 def after_build(ctx, say=None) -> bool:
@@ -79,7 +123,7 @@ def after_build(ctx, say=None) -> bool:
     for path in inputs:     # door: hashed, never parsed (this build's own files and seedfw's code)
         h.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-"))
     digest = h.hexdigest()
-    stamp = outdir / "stamps" / "sbom.stamp.json"     # not *.stamp: it is no input of its own
+    stamp = _stamp(outdir)
     out = sbom_dir(outdir)
     try:
         current = reading.loads_json(reading.read_bytes(stamp, "json"), stamp).get("stamp")

@@ -86,6 +86,7 @@ def bundle(ctx, say=print) -> Path:
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
     written = sbom.write(ctx)
+    sbom.relist(ctx.outdir)                   # the manifest lists the documents just written
     inv = collect.collect(ctx)
     own = [c for c in inv.components if c.sources and not c.ref.startswith("buildroot:")]
     dest = ctx.outdir / "legal"
