@@ -82,6 +82,11 @@ def test_every_seeded_true_positive_found_and_no_false_positive(out, tmp_path, c
     assert by_cve["CVE-2025-46394"]["decision"]["triage"] == "Buildroot ignore_cves"
     assert by_cve["CVE-2024-58251"]["decision"]["triage"].endswith("vex.yaml:8")
     assert by_cve["CVE-2023-4911"]["record"] == "CVE-2023/CVE-2023-49xx/CVE-2023-4911.json"
+    # the database by its place in the checkout: an output names no absolute path
+    assert doc["database"] == "tests/fixtures/cve/nvd"
+    outside = tmp_path / "nvd-copy"
+    shutil.copytree(DB, outside)
+    assert check(out, tmp_path, TRIAGE, outside)["database"] == "nvd-copy"
 
 
 def test_the_matchers_verdicts_agree_with_univers(out, tmp_path):

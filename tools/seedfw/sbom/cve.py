@@ -143,7 +143,10 @@ def match(ctx, db: Path, say=print, triage_file: Path | None = None) -> dict:
     counts = {s: 0 for s in (*vex.STATUSES, "untriaged")}
     for m in matches:
         counts[m["decision"]["status"]] += 1
-    doc = {"database": str(db), "matcher": f"sbom-cve-check {vex._matcher_version()}",
+    # The database by its path in the checkout, else by its directory name: cve.json is an
+    # output, and an output names no absolute path of this machine.
+    shown = vex._shown(Path(db))
+    doc = {"database": shown if not Path(shown).is_absolute() else Path(db).name, "matcher": f"sbom-cve-check {vex._matcher_version()}",
            "sbom": sbom_doc["serialNumber"], "counts": counts,
            "matches": sorted(matches, key=lambda m: (m["cve"], m["ref"])),
            "not_matched": sorted(negatives, key=lambda m: (m["cve"], m["ref"])),
