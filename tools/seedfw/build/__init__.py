@@ -101,8 +101,8 @@ def _build(board, output, fragments, jobs, strict, console, say, counter, jobser
     ran = sum(r["action"] == "ran" for r in records)
     restored = sum(r["action"] == "restored" for r in records)
     reused = sum(r["action"] == "ran" and bool(r.get("reused")) for r in records)
-    say(f"[bold]{board}[/]{counter}: {ran} step(s) ran"
-        + (f" ({reused} of them only reused this machine's caches)" if reused else "") + ", "
+    say(f"[bold]{board}[/]{counter}: {ran} step(s) ran, "
+        + (f"{reused} of them only reused this machine's caches, " if reused else "")
         + (f"{restored} restored from the artifact store, " if restored else "")
         + f"{len(records) - ran - restored} up to date, {seconds:.1f} s; "
         f"images in {_shown(ctx.outdir / 'images')}")

@@ -29,7 +29,7 @@ BENCH = ROOT / "bench" / "qemu-bench.yaml"
                "cve_db": "vulnerability database directory for each board's VEX (invoke cve; "
                          "default $SEEDFW_CVE_DB, else no VEX)"})
 def ci(c, output=None, baseline=None, jobs=0, cve_db=None):
-    """Build, boot and flash-check every board; write reports; check the manual's figures.
+    """Build, boot, flash-check every board; reports; golden check.
 
     Build every board, boot the QEMU images, flash-check on the QEMU bench, write reports, check
     the figures the manual marks against these builds (invoke docs --golden), run the HIL suite

@@ -32,7 +32,7 @@ def mkdocs_command(check: bool = False, serve: bool = False, port: int = 8000) -
                          "output/ci) and fail naming page:line and figure where one disagrees",
                "regenerate": "with --golden: write the builds' values into the pages instead"})
 def docs(c, check=False, serve=False, port=8000, golden=None, regenerate=False):
-    """Build the manual (docs/) into output/site/, or check its figures against builds.
+    """Build the manual into output/site/, or check its figures.
 
     The reference pages (plug-ins, Kconfig options, task help, report schema) are generated
     into docs/reference/ by tools/seedfw/cli/docsgen.py on every build, and committed; --check
