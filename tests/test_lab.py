@@ -342,8 +342,9 @@ def test_flash_on_a_held_place_is_refused_with_the_holder_and_ctrl_c_releases(fa
     assert client.holder("qemu-aarch64", farm.address) is None
 
     # Ctrl-C while the place is held: `invoke console` on the halted MCU prints nothing for 120 s
+    mcu_out = _out(farm, request, "mps2-an385")
     console = subprocess.Popen([sys.executable, "-m", "invoke", "console", "--board", "mps2-an385",
-                                "--place", "mps2-an385", "--output", _out(farm, request, "mps2-an385"),
+                                "--place", "mps2-an385", "--output", mcu_out,
                                 "--timeout", "120"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
