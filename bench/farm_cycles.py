@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from seedfw.errors import SeedfwError  # noqa: E402
 from seedfw.lab import client, generate  # noqa: E402
-from seedfw.lab.farm import LocalFarm  # noqa: E402
+from seedfw.lab.farm import LocalFarm, copy_build  # noqa: E402
 from seedfw.paths import output_dir  # noqa: E402
 
 FAILED = re.compile(r"(FAILED|sha256 BAD|Bad hash value|Kernel panic)")
@@ -62,7 +61,8 @@ def cycle_body(place, env_file: Path, address: str) -> None:
             lines = strategy.lines
             if not re.search(place.expect["done"], lines[-1]) or any(FAILED.search(ln) for ln in lines):
                 raise RuntimeError(f"bad console: {lines[-3:]}")
-            if strategy.flash.result.verified_bytes < strategy.flash.result.programmed_bytes:
+            done = strategy.flash and strategy.flash.result     # None: nothing to program
+            if done and done.verified_bytes < done.programmed_bytes:
                 raise RuntimeError("flash not verified")
             strategy.transition("off")
         finally:
@@ -108,10 +108,7 @@ def main(argv=None) -> int:
             if not (src / "manifest.json").is_file():
                 print(f"error: {src}: not built (invoke build --board {p.board})", file=sys.stderr)
                 return 1
-            out = tmp / "out" / p.board
-            shutil.copytree(src / "images", out / "images")
-            shutil.copy(src / "manifest.json", out)
-            envs[p.name] = out
+            envs[p.name] = copy_build(src, tmp / "out" / p.board)
         with LocalFarm(tmp / "farm", places) as farm:
             for p in places:
                 envs[p.name] = generate.write_yaml(

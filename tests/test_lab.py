@@ -1,13 +1,14 @@
 """seedfw on a labgrid farm (seedfw.lab, issue 31): what is generated from board data (fast),
 the ROCK 5B env in labgrid's own loader (fast), and a real local coordinator + exporter on
 127.0.0.1 running the HIL suite against the QEMU places, refusing a held place with the
-holder's name, releasing after Ctrl-C and after a SIGKILL (slow)."""
+holder's name, releasing after Ctrl-C and after a SIGKILL (slow). The HIL suite's agent checks
+refuse a tampered console (fast: the negative control of what the slow runs assert)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 from cli import ROOT, invoke, one_error_line
 from seedfw import boards
 from seedfw.errors import SeedfwError
+from hil.agent_checks import agent_lines, opp_check, perf_check
 from seedfw.lab import client, generate
 
 labgrid = pytest.importorskip("labgrid")
@@ -50,11 +52,13 @@ def rk3588_outputs(tmp_path):
 def test_every_board_has_a_place_and_the_qemu_places_export_the_bench_host():
     ps = {p.name: p for p in generate.places()}
     assert {p.board for p in ps.values()} == set(boards.names())
-    assert (ps["qemu-aarch64"].qemu, ps["mps2-an385"].qemu, ps["rock5b"].qemu) == \
-        ("firmware", "bare", None)
+    assert {n: p.qemu for n, p in ps.items()} == {
+        "qemu-aarch64": "firmware", "mps2-an385": "bare", "rk3588-virt": "os", "rock5b": None,
+        "rock5a": None}
     exp = generate.exporter(list(ps.values()), host={"address": "bench1", "username": "ci"})
-    assert exp["qemu-aarch64"] == {"host": {"cls": "NetworkService", "address": "bench1",
-                                            "username": "ci"}}
+    for name in ("qemu-aarch64", "mps2-an385", "rk3588-virt"):
+        assert exp[name] == {"host": {"cls": "NetworkService", "address": "bench1",
+                                      "username": "ci"}}
     assert exp["rock5b"]["loader"] == {"cls": "RKUSBLoader",
                                        "match": {"ID_VENDOR_ID": "2207", "ID_MODEL_ID": "350b"}}
     assert exp["rock5b"]["console"]["speed"] == 1500000
@@ -133,6 +137,81 @@ def test_the_rock5b_env_loads_in_labgrids_own_loader_with_every_driver_resolved(
     assert remote["targets"]["main"]["resources"] == [{"RemotePlace": {"name": "rock5b"}}]
 
 
+def test_the_rk3588_virt_env_boots_the_disk_image_by_key_with_nothing_to_flash(tmp_path):
+    """The OS-in-QEMU-virt place in labgrid's loader: the QEMU driver in mode os takes the disk
+    image by its manifest key, and the strategy has no flash driver to walk through."""
+    from labgrid import Environment
+
+    p = generate.place("rk3588-virt")
+    envfile = generate.write_yaml(tmp_path / "rk3588-virt.yaml",
+                                  generate.environment(p, rk3588_outputs(tmp_path), local=True),
+                                  "test")
+    target = Environment(str(envfile)).get_target("main")
+    qemu = target.get_driver("SeedfwQEMUDriver", activate=False)
+    assert (qemu.board, qemu.mode, qemu.image) == ("rk3588", "os", "role-disk")
+    assert Path(target.env.config.get_image_path(qemu.image)) == \
+        tmp_path / "rk3588/images/rk3588-disk.img"
+    strategy = target.get_driver("SeedfwStrategy", activate=False)
+    assert strategy.flash is None and strategy.power is qemu and strategy.console is qemu
+    assert re.search(strategy.boot, "[    0.000000] Booting Linux on physical CPU 0x0 [0x414fd0b1]")
+    assert re.search(strategy.done, "agent: ok")
+    target.cleanup()
+
+
+# What rk3588's agent printed booted on QEMU virt (invoke boot --board rk3588, 2026-12-03).
+AGENT = """\
+agent: perf rockchip_ddr absent (no PMU of that name: the kernel needs CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI)
+agent: perf armv8_cortex_a76 absent (no PMU of that name: the kernel needs CONFIG_ARM_PMUV3)
+agent: perf armv8_pmuv3 inst_retired unavailable (no /sys/bus/event_source/devices/armv8_pmuv3/events/inst_retired)
+agent: perf armv8_pmuv3 window=idle ns=101330080 cpu_cycles=101667807
+agent: pkg: 6 entries, 3410240 bytes, header crc ok
+agent: dvfs dvfs sha256 ok
+agent: dvfs: 6 domains, 39 opps, profile=balanced, crc ok
+agent: perf armv8_pmuv3 window=verify ns=95935360 cpu_cycles=96007376
+agent: dt opp: cpu-little 5 opps match dvfs table
+agent: dt opp: cpu-big0 7 opps match dvfs table
+agent: dt opp: cpu-big1 7 opps match dvfs table
+agent: dt opp: gpu 8 opps match dvfs table
+agent: dt opp: npu 8 opps match dvfs table
+agent: dt opp: ddr 4 opps match dvfs table
+agent: ok""".splitlines()
+
+
+def _tampered(drop: str = "", add: str = "", swap: tuple[str, str] = ("", "")) -> list[str]:
+    lines = [ln.replace(*swap) if swap[0] else ln for ln in AGENT if not (drop and drop in ln)]
+    return lines + ([add] if add else [])
+
+
+@pytest.mark.parametrize("lines, why", [
+    (_tampered(drop="dt opp: ddr "), "5 'dt opp' lines"),
+    (_tampered(swap=("gpu 8 opps match dvfs table", "gpu mismatch: 7 opp nodes, dvfs table "
+                                                    "has 8")), "mismatch"),
+    (_tampered(drop="dt opp:"), "no 'dt opp' line"),
+], ids=["a-domain-missing", "a-mismatch", "no-check"])
+def test_the_hil_opp_check_refuses_a_tampered_console(lines, why):
+    assert opp_check(agent_lines(AGENT)) == {"cpu-little": 5, "cpu-big0": 7, "cpu-big1": 7,
+                                             "gpu": 8, "npu": 8, "ddr": 4}
+    with pytest.raises(AssertionError, match=why):
+        opp_check(agent_lines(lines))
+
+
+@pytest.mark.parametrize("lines, why", [
+    (_tampered(add="agent: perf rockchip_ddr window=idle ns=5 read-bytes=64"),
+     "rockchip_ddr said absent, yet read"),
+    (_tampered(swap=("CONFIG_DEVFREQ_EVENT_ROCKCHIP_DFI", "CONFIG_NOPE")), "CONFIG_NOPE"),
+    (_tampered(drop="window=verify"), "armv8_pmuv3: windows"),
+    (_tampered(swap=("cpu_cycles=96007376", "cpu_cycles=0")), "verify"),
+    (_tampered(drop="perf armv8_cortex_a76 absent"), "armv8_cortex_a76: windows"),
+], ids=["window-on-an-absent-pmu", "wrong-kconfig", "a-window-missing", "a-zero-count",
+        "neither-read-nor-absent"])
+def test_the_hil_perf_check_refuses_a_tampered_console(lines, why):
+    specs = boards.get("rk3588").raw["perf"]
+    assert perf_check(specs, AGENT) == {"rockchip_ddr": "absent", "armv8_cortex_a76": "absent",
+                                        "armv8_pmuv3": "idle,verify"}
+    with pytest.raises(AssertionError, match=why):
+        perf_check(specs, lines)
+
+
 def test_without_a_place_nothing_is_acquired(monkeypatch):
     monkeypatch.setattr(client, "run_client", lambda *a, **k: pytest.fail("labgrid-client ran"))
     with client.held(None, "qemu-aarch64") as h:
@@ -162,29 +241,34 @@ def test_invoke_lab_env_and_exporter_write_the_files(tmp_path):
 
 
 # -- a real local farm (slow) -----------------------------------------------------------------------
-def _copy(build, dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    shutil.copytree(build.outdir / "images", dest / "images")
-    shutil.copy(build.outdir / "manifest.json", dest)
-    return dest
+BUILDS = {"qemu-aarch64": "qemu_aarch64_build", "mps2-an385": "mps2_build",
+          "rk3588": "rk3588_build"}     # tests/conftest.py's session builds
 
 
 @pytest.fixture(scope="module")
-def farm(tmp_path_factory, qemu_aarch64_build, mps2_build):
+def farm(tmp_path_factory):
     from seedfw.lab.farm import LocalFarm
 
     tmp = tmp_path_factory.mktemp("farm")
-    outs = {"qemu-aarch64": _copy(qemu_aarch64_build, tmp / "out" / "qemu-aarch64"),
-            "mps2-an385": _copy(mps2_build, tmp / "out" / "mps2-an385")}
     with LocalFarm(tmp / "farm", [p for p in generate.places() if p.qemu]) as f:
-        f.outs = outs
+        f.tmp = tmp
         yield f
 
 
-def _env(farm, place: str, tmp: Path) -> Path:
+def _out(farm, request, board: str) -> Path:
+    """The farm's copy of a board's session build (made once: a test builds only its boards)."""
+    from seedfw.lab.farm import copy_build
+
+    dest = farm.tmp / "out" / board
+    if not dest.exists():
+        copy_build(request.getfixturevalue(BUILDS[board]).outdir, dest)
+    return dest
+
+
+def _env(farm, request, place: str, tmp: Path) -> Path:
     p = generate.place(place)
     return generate.write_yaml(tmp / f"{place}.yaml", generate.environment(
-        p, {p.board: farm.outs[p.board]}, coordinator=farm.address), "test")
+        p, {p.board: _out(farm, request, p.board)}, coordinator=farm.address), "test")
 
 
 def _hold_as(user: str, place: str, farm) -> subprocess.Popen:
@@ -209,25 +293,34 @@ def _free_within(place: str, farm, seconds: float) -> float:
     return time.monotonic() - start
 
 
+# each place's HIL run: (passed, the tests skipped and why, by a word of their reason)
+HIL = {"qemu-aarch64": (5, {"no 'agent:' line", "not the OS agent"}),
+       "mps2-an385": (3, {"raw image", "DVFS table", "not the OS agent"}),
+       "rk3588-virt": (5, {"nothing is programmed", "no stats block"})}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("place", ["qemu-aarch64", "mps2-an385"])
-def test_the_hil_suite_passes_on_the_qemu_place(farm, place, tmp_path):
+@pytest.mark.parametrize("place", list(HIL))
+def test_the_hil_suite_passes_on_the_qemu_place(farm, place, tmp_path, request):
     from seedfw.lab.farm import run_hil
 
-    proc = run_hil(place, _env(farm, place, tmp_path), farm.address)
+    proc = run_hil(place, _env(farm, request, place, tmp_path), farm.address)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     summary = proc.stdout.strip().splitlines()[-1]
-    assert summary.startswith("5 passed" if place == "qemu-aarch64" else "3 passed, 2 skipped")
+    passed, reasons = HIL[place]
+    skips = [ln for ln in proc.stdout.splitlines() if ln.startswith("SKIPPED ")]
+    assert summary.startswith(f"{passed} passed, {7 - passed} skipped"), summary
+    assert all(any(r in ln for ln in skips) for r in reasons), skips
     assert client.holder(place, farm.address) is None
 
 
 @pytest.mark.slow
-def test_flash_on_a_held_place_is_refused_with_the_holder_and_ctrl_c_releases(farm):
+def test_flash_on_a_held_place_is_refused_with_the_holder_and_ctrl_c_releases(farm, request):
     env = dict(os.environ, LG_COORDINATOR=farm.address)
     other = _hold_as("alice", "qemu-aarch64", farm)
     try:
         proc = invoke("flash", "--board", "qemu-aarch64", "--place", "qemu-aarch64",
-                      "--output", farm.outs["qemu-aarch64"], env=env, timeout=120)
+                      "--output", _out(farm, request, "qemu-aarch64"), env=env, timeout=120)
         holder = client.holder("qemu-aarch64", farm.address)
         assert holder.endswith("/alice")
         assert one_error_line(proc) == (f"error: --place: place 'qemu-aarch64' is held by {holder} "
@@ -238,7 +331,7 @@ def test_flash_on_a_held_place_is_refused_with_the_holder_and_ctrl_c_releases(fa
     _free_within("qemu-aarch64", farm, 30)
 
     # free: flash and run hold it for the command and release it
-    out = farm.outs["qemu-aarch64"]
+    out = _out(farm, request, "qemu-aarch64")
     flashed = invoke("flash", "--board", "qemu-aarch64", "--place", "qemu-aarch64",
                      "--output", out, env=env, timeout=180)
     assert flashed.returncode == 0, flashed.stderr
@@ -249,8 +342,9 @@ def test_flash_on_a_held_place_is_refused_with_the_holder_and_ctrl_c_releases(fa
     assert client.holder("qemu-aarch64", farm.address) is None
 
     # Ctrl-C while the place is held: `invoke console` on the halted MCU prints nothing for 120 s
+    mcu_out = _out(farm, request, "mps2-an385")
     console = subprocess.Popen([sys.executable, "-m", "invoke", "console", "--board", "mps2-an385",
-                                "--place", "mps2-an385", "--output", farm.outs["mps2-an385"],
+                                "--place", "mps2-an385", "--output", mcu_out,
                                 "--timeout", "120"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

@@ -6,7 +6,8 @@ in its schema without importing labgrid or the generators; seedfw.lab reads it (
     lab:
       places:
         - name: qemu-aarch64          # the coordinator's place name
-          qemu: firmware              # a QEMU place: seedfw.run.qemu mode (firmware | bare)
+          qemu: firmware              # a QEMU place: seedfw.run.qemu mode (firmware | bare),
+                                      # or os: the OS image on QEMU virt (seedfw.run.os_virt)
           expect: {boot: "^seedfw payload ", done: "^stats: "}
         - name: rock5b                # a real board (no `qemu`): the resources on its bench
           console: {match: {ID_SERIAL_SHORT: "CHANGE-ME"}, speed: 1500000}
@@ -45,7 +46,7 @@ PLACE = {
     "properties": {
         # a place name becomes a file name (lab/<place>.yaml) and a labgrid-client argument
         "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
-        "qemu": {"enum": ["firmware", "bare"]},
+        "qemu": {"enum": ["firmware", "bare", "os"]},
         "expect": {
             "type": "object", "required": ["boot", "done"], "additionalProperties": False,
             "properties": {"boot": {"type": "string", "minLength": 1},

@@ -118,6 +118,20 @@ class LocalFarm:
         return False
 
 
+def copy_build(src: str | Path, dest: str | Path) -> Path:
+    """A place's copy of a build: its images, manifest.json and config.json (the Kconfig values
+    an OS place's boot checks, seedfw.run.os_virt.refuse), so flashing and the QEMU driver's
+    work files never touch the build itself; an older copy at `dest` is replaced."""
+    src, dest = Path(src), Path(dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(src / "images", dest / "images")
+    for name in ("manifest.json", "config.json"):
+        if (src / name).is_file():
+            shutil.copy(src / name, dest)
+    return dest
+
+
 def run_hil(place: str, env_file: Path, address: str) -> subprocess.CompletedProcess:
     """tests/hil against `place` (held for the run) under labgrid's pytest plugin."""
     from ..paths import ROOT
@@ -137,14 +151,7 @@ def hil_suite(outdirs: dict[str, Path], workdir: Path) -> list[str]:
     the HIL suite against each; one summary line per place. A failing suite is an error."""
     workdir = Path(workdir)
     ps = [p for p in generate.places() if p.qemu and p.board in outdirs]
-    copies = {}
-    for p in ps:
-        dest = workdir / "out" / p.board
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.copytree(Path(outdirs[p.board]) / "images", dest / "images")
-        shutil.copy(Path(outdirs[p.board]) / "manifest.json", dest)
-        copies[p.board] = dest
+    copies = {p.board: copy_build(outdirs[p.board], workdir / "out" / p.board) for p in ps}
     lines = []
     with LocalFarm(workdir / "farm", ps) as farm:
         for p in ps:

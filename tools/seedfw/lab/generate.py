@@ -160,6 +160,11 @@ def drivers(p: Place) -> list[dict]:
                                    # target; every other backend writes storage while off
                                    "flash_powered": p.qemu == "bare",
                                    "bindings": {"flash": "soc"}}}
+    if p.qemu == "os":       # nothing to program: QEMU boots the disk image, by its key
+        del strategy["SeedfwStrategy"]["bindings"]
+        return [{"SeedfwQEMUDriver": {"name": "qemu", "board": b.name, "mode": p.qemu,
+                                      "image": "role-disk", "bindings": {"host": "host"}}},
+                strategy]
     if p.qemu:
         return [{"SeedfwQEMUDriver": {"name": "qemu", "board": b.name, "mode": p.qemu,
                                       "bindings": {"host": "host"}}},

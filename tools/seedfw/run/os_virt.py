@@ -49,8 +49,9 @@ def disk_image(board, outdir: Path) -> Path:
     return Path(outdir) / "images" / f"{board.name}-disk.img"
 
 
-def refuse(board, outdir: Path) -> None:
-    """One error line when this build has no OS image to boot; reads only, writes nothing."""
+def refuse(board, outdir: Path, disk: Path | None = None) -> None:
+    """One error line when this build has no OS image to boot; reads only, writes nothing.
+    `disk`: the image to boot (default the build's, `disk_image`)."""
     outdir = Path(outdir)
     cfg = outdir / "config.json"
     if not cfg.exists():
@@ -62,7 +63,7 @@ def refuse(board, outdir: Path) -> None:
             raise SeedfwError(f"the OS is off in this build: CONFIG_{symbol}=y turns it on (the "
                               f"board's defconfig has it; invoke build --board {board.name}, or "
                               "menuconfig)", cfg, f"CONFIG_{symbol}")
-    for path in (disk_image(board, outdir), opp_overlay(outdir)):
+    for path in (disk or disk_image(board, outdir), opp_overlay(outdir)):
         if not path.is_file():
             raise SeedfwError(f"not built yet (run 'invoke build --board {board.name}')", path)
     os_boot.region(board)
@@ -91,14 +92,14 @@ def _debugfs(fs: Path, name: str, dest: Path) -> Path:
     return dest
 
 
-def extract(board, outdir: Path, work: Path, log: Path) -> dict:
-    """What QEMU virt needs, out of the build's disk image: {Image, initrd, package, dtb,
-    append, disk}."""
+def extract(board, outdir: Path, work: Path, log: Path, disk: Path | None = None) -> dict:
+    """What QEMU virt needs, out of the build's disk image (or `disk`): {Image, initrd,
+    package, dtb, append, disk}."""
     from ..images import gpt, idblock
     from ..parts import fit_verify
     from ..reading import read_input
 
-    disk = disk_image(board, outdir)
+    disk = Path(disk) if disk else disk_image(board, outdir)
     view = read_input(disk, "image")
     table = gpt.parse(view, disk)
 
@@ -143,21 +144,29 @@ def command(board, got: dict) -> list[str]:
         "-device", f"loader,file={got['package']},addr=0x{r.base:x},force-raw=on"]
 
 
-def boot(board, outdir: Path, timeout: float = 180.0, echo=None,
-         extra_args=()) -> os_boot.BootResult:
-    """Boot and check (see the module doc); `extra_args` go to QEMU (the traffic counter's,
-    seedfw.counters.emulated.virt_args). Raises SeedfwError when the boot fails."""
+def prepare(board, outdir: Path, disk: Path | None = None, log: Path | None = None) -> list[str]:
+    """Refuse (nothing written) or extract what the boot needs into <out>/build/os-virt: the
+    QEMU command line of the boot (`command`). `disk`: the image to boot, by default the
+    build's; `log`: where the extraction's tools log (default <out>/logs/os-boot.log, emptied).
+    `boot` and the farm's QEMU driver (seedfw.lab.drivers, mode "os") both start this line."""
     outdir = Path(outdir)
-    refuse(board, outdir)
+    refuse(board, outdir, disk)
     work = outdir / "build" / "os-virt"
-    log = outdir / "logs" / "os-boot.log"
+    log = Path(log) if log else outdir / "logs" / "os-boot.log"
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
-    got = extract(board, outdir, work, log)
-    cmd = command(board, got) + list(extra_args)
+    return command(board, extract(board, outdir, work, log, disk))
+
+
+def boot(board, outdir: Path, timeout: float = 180.0, echo=None,
+         extra_args=()) -> os_boot.BootResult:
+    """Boot and check (see the module doc); `extra_args` go to QEMU (the traffic counter's,
+    seedfw.counters.emulated.virt_args). Raises SeedfwError when the boot fails."""
+    log = Path(outdir) / "logs" / "os-boot.log"
+    cmd = prepare(board, outdir, log=log) + list(extra_args)
     return os_boot.run_checked(cmd, board, log, echo, timeout, False)
 
 
