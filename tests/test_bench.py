@@ -13,11 +13,25 @@ from mcu_build import ROOT
 from seedfw.lab import inventory as bench
 from seedfw.errors import SeedfwError
 
-QEMU_BENCH = ROOT / "bench/qemu-bench.yaml"
+# A developer's own bench file (what --bench / $SEEDFW_BENCH name): one QEMU probe entry.
+OWN_BENCH = """boards:
+  - name: wake-mcu
+    board: mps2-an385
+    probe: qemu:auto
+    target: seedfw_mps2_an385
+    serial: qemu
+"""
 
 
-def test_load_qemu_bench():
-    [entry] = bench.load(QEMU_BENCH)
+@pytest.fixture
+def own_bench(tmp_path):
+    f = tmp_path / "bench.yaml"
+    f.write_text(OWN_BENCH)
+    return f
+
+
+def test_load_own_bench_file(own_bench):
+    [entry] = bench.load(own_bench)
     assert (entry.board, entry.probe, entry.is_qemu) == ("mps2-an385", "qemu:auto", True)
     assert entry.pyocd_target() == "seedfw_mps2_an385"
     assert bench.entry_for_board([entry], "rk3588") is None
@@ -45,8 +59,8 @@ def test_absent_probe_and_serial_reported():
 
 
 @pytest.mark.slow
-def test_invoke_bench_check_starts_qemu():
-    res = subprocess.run([sys.executable, "-m", "invoke", "bench", "--bench", str(QEMU_BENCH), "--check"],
+def test_invoke_bench_check_starts_qemu(own_bench):
+    res = subprocess.run([sys.executable, "-m", "invoke", "bench", "--bench", str(own_bench), "--check"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert "wake-mcu" in res.stdout and "ok (probe yes, serial yes)" in res.stdout

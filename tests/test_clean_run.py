@@ -44,7 +44,16 @@ ALLOWLIST = [
 ]
 
 FIXTURE = {"mps2-an385": "mps2_build", "qemu-aarch64": "qemu_aarch64_build",
-           "rk3588": "rk3588_build"}
+           "rk3588": "rk3588_build", "rock5a": "rock5a_build"}
+CARD_BOARDS = ("rk3588", "rock5a")       # flashed `--to` a card-sized file; booted on QEMU virt
+
+
+@pytest.fixture(scope="module")
+def rock5a_build(tmp_path_factory):
+    """The session's rock5a build (tests/builds.py: one per session, shared with
+    tests/test_os_rock5a.py, whose OS boot is checked by `alarming` there)."""
+    import builds
+    return builds.build_board("rock5a", tmp_path_factory)
 
 
 def alarming(text: str) -> list[str]:
@@ -56,7 +65,7 @@ def alarming(text: str) -> list[str]:
 def good_run(board: str, out: Path, tmp: Path) -> list[tuple[list[str], Path | None]]:
     """The commands of a good day on `board`, each with the UART log it writes (if any)."""
     steps = [(["build", "--board", board, "--output", out], None)]
-    if board == "rk3588":                       # its boot: test_rk3588_os_boot_is_clean
+    if board in CARD_BOARDS:        # their boots: test_rk3588_os_boot_is_clean, test_os_rock5a
         card = tmp / "card.img"
         with open(card, "wb") as f:
             f.truncate(256 << 20)               # a card bigger than the 128 MiB disk image

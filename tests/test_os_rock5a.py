@@ -52,6 +52,8 @@ def test_rock5a_boots_its_own_os_in_qemu_virt(rock5a_build, rock5a_os, tmp_path)
                  f"agent: boot package at 0x{rock5a_os['region']:x}", "agent: ok"):
         assert line in text, (line, DIFFERENCE_DTB, DIFFERENCE_STORAGE)
     assert "agent: FAILED" not in text
+    from test_clean_run import alarming       # the clean-run check, on this boot's whole log
+    assert alarming(text) == []
     assert pkg.stat().st_size > 0
     manifest = json.loads((rock5a_build.outdir / "manifest.json").read_text())
     assert manifest["board"] == "rock5a"

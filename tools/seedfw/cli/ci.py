@@ -19,9 +19,6 @@ from ..paths import ROOT
 
 __all__ = ["ci"]
 
-BENCH = ROOT / "bench" / "qemu-bench.yaml"
-
-
 @command(help={"output": "where images and reports go (default output/ci/<board>/)",
                "baseline": "a previous ci output directory: size deltas per board against it",
                "jobs": "jobs in total for the builds, which run all boards at once (default: "
@@ -74,7 +71,7 @@ def ci(c, output=None, baseline=None, jobs=0, cve_db=None):
             _os_virt_boot(board, out, console)
         counters_file = None
         if board.flash_backend == "pyocd":
-            flash_task(c, board=name, bench=str(BENCH), output=str(out))
+            flash_task(c, board=name, output=str(out))      # the probe: board data's QEMU place
         if board.counters == "stats-block" and board.qemu:
             counters_file = _counters(c, board, out)
         # Every build wrote its SBOM (<out>/sbom/); the VEX needs a local database.
@@ -153,7 +150,7 @@ def _counters(c, board, out: Path) -> Path:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         if board.flash_backend == "pyocd":
-            counters_task(c, board=board.name, bench=str(BENCH), elf=str(out / "images" / "mcu.elf"),
+            counters_task(c, board=board.name, elf=str(out / "images" / "mcu.elf"),
                           flash_first=True, json_=True)
         else:
             counters_task(c, board=board.name, output=str(out), json_=True)
