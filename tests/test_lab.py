@@ -364,3 +364,42 @@ def test_a_killed_client_leaves_no_place_locked(farm):
     holder.kill()                                            # SIGKILL: no finally runs in it
     holder.wait()
     assert _free_within("qemu-aarch64", farm, 20) < 20
+
+
+@pytest.mark.slow
+def test_boot_and_counters_hold_their_place_and_a_held_one_is_refused(farm, request):
+    """`invoke boot --place` (the rk3588 OS on its QEMU virt place) and `invoke counters
+    --place` (the MCU's): refused in one line while someone else holds the place, nothing
+    booted; then each holds its place for the command and releases it."""
+    env = dict(os.environ, LG_COORDINATOR=farm.address)
+    rk = _out(farm, request, "rk3588")
+    other = _hold_as("alice", "rk3588-virt", farm)
+    try:
+        proc = invoke("boot", "--board", "rk3588", "--place", "rk3588-virt", "--output", rk,
+                      env=env, timeout=120)
+        holder = client.holder("rk3588-virt", farm.address)
+        assert holder.endswith("/alice")
+        assert one_error_line(proc) == (f"error: --place: place 'rk3588-virt' is held by {holder}"
+                                        " (ask them, or wait: labgrid-client -p rk3588-virt show)")
+        assert "OS booted" not in proc.stdout
+    finally:
+        other.terminate()
+        other.wait(30)
+    _free_within("rk3588-virt", farm, 30)
+    booted = invoke("boot", "--board", "rk3588", "--place", "rk3588-virt", "--output", rk,
+                    env=env, timeout=240)
+    assert booted.returncode == 0, booted.stdout[-2000:] + booted.stderr[-2000:]
+    assert "OS booted (the image's own kernel, initramfs and ext4 root on QEMU virt)" \
+        in booted.stdout
+    assert client.holder("rk3588-virt", farm.address) is None
+
+    mcu = _out(farm, request, "mps2-an385")
+    counted = invoke("counters", "--board", "mps2-an385", "--place", "mps2-an385",
+                     "--elf", mcu / "images" / "mcu.elf", "--flash-first", "--json",
+                     env=env, timeout=180)
+    assert counted.returncode == 0, counted.stderr[-2000:]
+    values = json.loads(counted.stdout)
+    assert values["provenance"]["source"] == "emulated" and values["provenance"]["machine"] == \
+        "mps2-an385"                                # QEMU's counts, said as such, not a chip's
+    assert values["readings"]["cycles"] > 0 and values["readings"]["bytes_read"] > 0
+    assert client.holder("mps2-an385", farm.address) is None
