@@ -104,6 +104,46 @@ def test_a_bad_lab_field_is_refused_by_the_board_schema(tmp_path):
     assert "lab.places[0].qemu" in err.value.line() and "floppy" in err.value.line()
 
 
+@pytest.mark.parametrize("power, resource, driver", [
+    ({"driver": "usb-relay", "match": {"ID_SERIAL_SHORT": "relay-7"}, "index": 2},
+     ("HIDRelay", {"index": 2}), "DigitalOutputPowerDriver"),
+    ({"driver": "pdu", "host": "pdu.bench", "pdu": "rack1", "index": 3},
+     ("PDUDaemonPort", {"host": "pdu.bench", "pdu": "rack1", "index": 3}), "PDUDaemonDriver"),
+    ({"driver": "external"}, None, "ExternalPowerDriver"),
+], ids=["usb-relay", "pdu", "external"])
+def test_each_power_driver_board_data_can_name_loads_in_labgrid(tmp_path, power, resource,
+                                                                   driver):
+    """A real-board place's power as board data names it (lab.places[].power.driver): the
+    generated env loads in labgrid's own loader with labgrid's resource and driver for it; the
+    external one really runs its commands (no shell: labgrid splits them)."""
+    from labgrid import Environment
+
+    marker = tmp_path / "powered"
+    if power["driver"] == "external":
+        power = dict(power, on=f"touch {marker}", off=f"rm {marker}")
+    p = generate.Place("bench-b", "rk3588", dict(generate.place("rock5b").spec, power=power))
+    envfile = generate.write_yaml(tmp_path / "b.yaml", generate.environment(
+        p, rk3588_outputs(tmp_path), local=True), "test")
+    target = Environment(str(envfile)).get_target("main")
+    got = {r.name: r for r in target.resources}
+    if resource is None:
+        assert "power" not in got
+    else:
+        cls, params = resource
+        assert type(got["power"]).__name__ == cls
+        assert {k: getattr(got["power"], k) for k in params} == params
+    drv = next(d for d in target.drivers if d.name == "power")
+    assert type(drv).__name__ == driver
+    assert target.get_driver("SeedfwStrategy", activate=False).power is drv
+    if driver == "ExternalPowerDriver":
+        target.activate(drv)
+        drv.on()
+        assert marker.is_file()
+        drv.off()
+        assert not marker.exists()
+    target.cleanup()
+
+
 def test_the_rock5b_env_loads_in_labgrids_own_loader_with_every_driver_resolved(tmp_path):
     """The real-board template as labgrid reads it: its Environment loads the generated file
     (imports seedfw.lab.drivers), every resource and driver is made and bound — the USB serial

@@ -142,10 +142,13 @@ def resources(p: Place, host: dict | None = None) -> dict[str, dict]:
     return out
 
 
-def _power_driver(p: Place) -> dict:
+def _power_driver(p: Place) -> dict | list:
     power = p.spec.get("power") or {"driver": "manual"}
     return {"manual": {"ManualPowerDriver": {"name": "power"}},
-            "usb-relay": {"HIDRelayDriver": {"name": "power", "bindings": {"relay": "power"}}},
+            # a relay is a digital output to labgrid: DigitalOutputPowerDriver makes it power
+            "usb-relay": [{"HIDRelayDriver": {"name": "relay", "bindings": {"relay": "power"}}},
+                          {"DigitalOutputPowerDriver": {"name": "power",
+                                                        "bindings": {"output": "relay"}}}],
             "pdu": {"PDUDaemonDriver": {"name": "power", "bindings": {"port": "power"}}},
             "external": {"ExternalPowerDriver": {"name": "power", "cmd_on": power.get("on", "true"),
                                                  "cmd_off": power.get("off", "true")}},
@@ -176,7 +179,8 @@ def drivers(p: Place) -> list[dict]:
     out = []
     if "console" in res:
         out.append({"SerialDriver": {"name": "console", "bindings": {"port": "console"}}})
-    out.append(_power_driver(p))
+    power = _power_driver(p)
+    out += power if isinstance(power, list) else [power]
     if "sd-mux" in res:
         out.append({"USBSDMuxDriver": {"name": "sd-mux", "bindings": {"mux": "sd-mux"}}})
     flash = {"name": "soc", "board": b.name, "image": f"flash-{b.flash_backend}"}
