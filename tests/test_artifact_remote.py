@@ -550,7 +550,9 @@ def hostile():
     Hostile.sent = Hostile.posts = 0
     Hostile.seen = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next poll: 0.5 s by default, per test
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
     thread.start()
     yield f"oci://127.0.0.1:{server.server_address[1]}/seedfw/steps", key
     server.shutdown()

@@ -68,7 +68,7 @@ def test_sampled_configurations_all_stick(tmp_path, sampler):
     sp = space.Space(params, kc)
     smp = (optuna.samplers.RandomSampler(seed=7) if sampler == "random"
            else study.sampler_for("tpe", 7))
-    n = 500 if sampler == "random" else 80         # TPE's cost grows with the trials
+    n = 200 if sampler == "random" else 80         # TPE's cost grows with the trials
     seen = collections.Counter()
     for names, values in _samples(sp, n, smp):
         # strict: raises on a value that did not stick

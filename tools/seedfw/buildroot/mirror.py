@@ -184,6 +184,15 @@ def fill_primary(tree: Path, log: Path | None, progress=print) -> list[str]:
     return names
 
 
+def fetch_mirror_only(log: Path | None, progress=print) -> None:
+    """Fetch (and verify) the override sources only the mirror supplies. Needs no Buildroot tree,
+    so `invoke mirror` reports a missing or wrong mirror file before the ~2 s unpack of the tree
+    rather than after it."""
+    for ov in OVERRIDES:
+        if ov.sites == MIRROR:
+            sources.fetch(ov.source(), log=log, progress=progress)
+
+
 def prepare_overrides(tree: Path, log: Path | None, progress=print) -> list[Override]:
     """Unpack (and patch) each override's pinned source once into the cache."""
     for ov in OVERRIDES:

@@ -59,6 +59,7 @@ def mirror(c):
     from ..buildroot import mirror as brmirror, tree
 
     brmirror.check_overrides(require_all=False)   # a broken override dir: before any fetch
+    brmirror.fetch_mirror_only(None, print)        # a missing mirror file: before the unpack
     root = tree.ensure()
     brmirror.prepare_overrides(root, None, print)  # mirror-only files first, then the archive
     names = brmirror.fill_primary(root, None, print)
