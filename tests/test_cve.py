@@ -226,7 +226,8 @@ def test_invoke_cve_writes_the_vex_and_the_report_lists_it(out, tmp_path):
     n = len(json.loads((out / "sbom" / "sbom.cdx.json").read_text())["components"])
     assert run.stdout.splitlines() == [
         f"3 match(es) in 11 CVE record(s) checked against {n} components: 1 not_affected, "
-        f"1 affected, 1 fixed; VEX {out / 'sbom' / 'vex.cdx.json'}"]
+        f"1 affected, 1 fixed; VEX {out / 'sbom' / 'vex.cdx.json'} (fixture database: 11 real "
+        "records, not a full feed)"]
     from seedfw.report import build_report
     listed = [f["path"] for f in build_report(out, board="rk3588")["vulnerabilities"]["files"]]
     assert listed == ["sbom/sbom.cdx.json", "sbom/sbom.spdx.json", "sbom/vex.cdx.json"]

@@ -189,7 +189,7 @@ def match(ctx, db: Path, say=print, triage_file: Path | None = None) -> dict:
                                           indent=1, sort_keys=True) + "\n")
     util.write_json(out / RESULT, doc)
     say(f"{len(matches)} match(es) in {len(rows)} CVE record(s) checked against "
-        f"{len(comps)} components: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        f"{len(sbom_doc.get('components', []))} components: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
         + f"; VEX {out / VEX}" + (f" ({note})" if note else ""))
     for m in doc["matches"]:
         if m["decision"]["status"] == "untriaged":

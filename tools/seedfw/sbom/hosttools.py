@@ -22,8 +22,11 @@ import re
 from .model import Component, cpe23, file_hashes, purl
 
 # NVD's vendor:product per Debian source package (the upstream product the tool is part of).
+# Not u-boot-tools (yet): with denx:u-boot its 2023.01 mkimage is in range of the bootloader's
+# CVEs (the fixture's CVE-2024-57254/57256/57259: squashfs/ext4 readers mkimage does not run),
+# three untriaged matches on every board; it gets its CPE together with that triage.
 CPE = {"gcc-12-cross": "gcc", "gcc-arm-none-eabi": "gcc", "binutils": "binutils",
-       "binutils-arm-none-eabi": "binutils", "u-boot": "u-boot", "e2fsprogs": "e2fsprogs"}
+       "binutils-arm-none-eabi": "binutils", "e2fsprogs": "e2fsprogs"}
 EXTRA_CPE = {"binutils": ("a", "gnu", "binutils"), "e2fsprogs": ("a", "e2fsprogs_project",
                                                                   "e2fsprogs")}
 # Licence per Debian source package: the `Files: *` paragraph of its debian/copyright
