@@ -226,7 +226,8 @@ def test_invoke_cve_writes_the_vex_and_the_report_lists_it(out, tmp_path):
     n = len(json.loads((out / "sbom" / "sbom.cdx.json").read_text())["components"])
     assert run.stdout.splitlines() == [
         f"3 match(es) in 11 CVE record(s) checked against {n} components: 1 not_affected, "
-        f"1 affected, 1 fixed; VEX {out / 'sbom' / 'vex.cdx.json'}"]
+        f"1 affected, 1 fixed; VEX {out / 'sbom' / 'vex.cdx.json'} (fixture database: 11 real "
+        "records, not a full feed)"]
     from seedfw.report import build_report
     listed = [f["path"] for f in build_report(out, board="rk3588")["vulnerabilities"]["files"]]
     assert listed == ["sbom/sbom.cdx.json", "sbom/sbom.spdx.json", "sbom/vex.cdx.json"]
@@ -255,3 +256,107 @@ def test_a_hostile_or_wrong_database_is_one_line(out, tmp_path, case, line):
     assert run.returncode == 1, run.stdout
     assert run.stderr.strip().splitlines() == [line.format(db=db)]
     assert run.seconds < 60 and run.max_rss_mib < 1024
+
+
+def test_the_vex_names_each_records_own_source(out, tmp_path):
+    """NVD 2.0 records are NVD's, CVE 5 records the CVE Program's (cvelistV5): each VEX entry
+    names the publisher of the record it came from, read back per entry from both databases."""
+    got = {}
+    for db in (DB, CVE5):
+        check(out, tmp_path, TRIAGE, db=db)
+        vex = json.loads((out / "sbom" / "vex.cdx.json").read_bytes())
+        got[db.name] = [(v["id"], v["source"]["name"], v["source"]["url"])
+                        for v in vex["vulnerabilities"]]
+    assert got == {
+        "nvd": [(c, "NVD", f"https://nvd.nist.gov/vuln/detail/{c}")
+                for c in ("CVE-2023-4911", "CVE-2024-58251", "CVE-2025-46394")],
+        "cve5": [("CVE-2024-58251", "CVE Program (cvelistV5)",
+                  "https://www.cve.org/CVERecord?id=CVE-2024-58251")]}
+
+
+def test_a_fixture_database_is_labelled_in_the_vex_the_result_and_the_report(out, tmp_path):
+    """invoke ci matches against the checkout's fixture database when it has no other: the VEX
+    metadata, cve.json and the report say "fixture database: N real records, not a full feed",
+    N counted here; a copy outside the fixtures (negative control) is not labelled."""
+    from seedfw.report import build_report
+    n = len(list(DB.rglob("CVE-*.json")))
+    label = f"fixture database: {n} real records, not a full feed"
+    doc = check(out, tmp_path, TRIAGE)
+    assert n == 11 and doc["database_note"] == label
+    props = {p["name"]: p["value"] for p in json.loads(
+        (out / "sbom" / "vex.cdx.json").read_bytes())["metadata"]["properties"]}
+    assert props == {"seedfw:database": "tests/fixtures/cve/nvd", "seedfw:database-note": label}
+    md = (build_report(out, board="rk3588")["vulnerabilities"]["database"])
+    assert md == f"tests/fixtures/cve/nvd ({label})"
+    outside = tmp_path / "feed"
+    shutil.copytree(DB, outside)
+    doc = check(out, tmp_path, TRIAGE, outside)
+    assert "database_note" not in doc
+    meta = json.loads((out / "sbom" / "vex.cdx.json").read_bytes())["metadata"]
+    assert [p["name"] for p in meta["properties"]] == ["seedfw:database"]
+
+
+def test_ci_writes_the_vex_against_the_fixture_database_without_one_given(out, monkeypatch):
+    """invoke ci's CVE step with no --cve-db and no SEEDFW_CVE_DB: the fixture database, the
+    VEX written, the line labelled and timed."""
+    import io
+    import invoke
+    from rich.console import Console
+    from seedfw.cli import ci
+    monkeypatch.delenv("SEEDFW_CVE_DB", raising=False)
+    (out / "sbom" / "vex.cdx.json").unlink(missing_ok=True)
+    buf = io.StringIO()
+    ci._cve(invoke.Context(), "rk3588", out, None, Console(file=buf, width=200))
+    line = buf.getvalue().strip().splitlines()[-1]
+    assert line.startswith("cve: VEX written in ") and line.endswith(
+        " s (measured on this host) against tests/fixtures/cve/nvd: fixture database: 11 real "
+        "records, not a full feed"), line
+    vex = json.loads((out / "sbom" / "vex.cdx.json").read_bytes())
+    assert [v["id"] for v in vex["vulnerabilities"]] == ["CVE-2023-4911", "CVE-2024-58251",
+                                                         "CVE-2025-46394"]
+
+
+def _git(*args, cwd=None):
+    import subprocess
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@localhost", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_a_git_mirror_is_used_in_place_and_left_as_it_was(out, tmp_path):
+    """A clone of a feed's git mirror (here a bare repository the test makes from the fixture
+    records, cloned like a full mirror would be) is matched in place: no copy under
+    <out>/build/cve/db, the matcher's index outside it, the clone's tree and HEAD unchanged, the
+    same matches as the plain directory. The bare repository itself has no records to read
+    (negative control: refused in one line)."""
+    bare, clone = tmp_path / "feed.git", tmp_path / "feed"
+    seed = tmp_path / "seed"
+    shutil.copytree(DB, seed)
+    _git("init", "-q", "-b", "main", cwd=seed)
+    _git("add", "-A", cwd=seed)
+    _git("commit", "-q", "-m", "records", cwd=seed)
+    _git("clone", "-q", "--bare", str(seed), str(bare))
+    _git("clone", "-q", str(bare), str(clone))
+    head = _git("rev-parse", "HEAD", cwd=clone)
+    before = sorted(p.relative_to(clone).as_posix() for p in clone.rglob("*")
+                    if ".git" not in p.relative_to(clone).parts)
+    work = out / "build" / "cve"
+    shutil.rmtree(work, ignore_errors=True)
+    plain = check(out, tmp_path, TRIAGE)
+    shutil.rmtree(work)
+    doc = check(out, tmp_path, TRIAGE, clone)
+    assert not (work / "db").exists()                    # used in place, not copied
+    assert (work / "index.json").is_file()               # the matcher's index: ours, not its
+    assert _git("status", "--porcelain", "--ignored", cwd=clone) == ""
+    assert _git("rev-parse", "HEAD", cwd=clone) == head
+    assert sorted(p.relative_to(clone).as_posix() for p in clone.rglob("*")
+                  if ".git" not in p.relative_to(clone).parts) == before
+    assert [(m["cve"], m["ref"], m["decision"]["status"]) for m in doc["matches"]] == \
+        [(m["cve"], m["ref"], m["decision"]["status"]) for m in plain["matches"]]
+    assert doc["database"] == "feed" and "database_note" not in doc
+    with pytest.raises(SeedfwError) as err:
+        check(out, tmp_path, TRIAGE, bare)
+    assert err.value.line().endswith("--db: not a vulnerability database: expected NVD 2.0 "
+                                     "records as CVE-<year>/CVE-<year>-<NN>xx/CVE-*.json or "
+                                     "CVE 5 records as cves/<year>/<N>xxx/CVE-*.json")

@@ -50,8 +50,10 @@ def test_spdx_301_loads_back_through_the_bindings(out, cdx):
     from spdx_python_model import v3_0_1 as spdx
     from seedfw.sbom import spdx as spdx_mod
     objs = spdx_mod.load(out / "sbom" / "sbom.spdx.json")
-    pkgs = {p.name: p for p in objs.foreach_type(spdx.software_Package)}
-    assert len(pkgs) == len(cdx["components"]) + 1        # + the firmware itself
+    every = list(objs.foreach_type(spdx.software_Package))
+    assert len(every) == len(cdx["components"]) + 1       # + the firmware itself
+    # names need not be unique: Debian's cross gcc is a host tool and, relocated, Buildroot's
+    pkgs = {p.name: p for p in every}
     uboot = pkgs["u-boot"]
     assert uboot.software_packageVersion == "2025.01"
     assert [e.identifier for e in uboot.externalIdentifier] == \
@@ -272,3 +274,63 @@ def test_a_part_whose_input_is_absent_is_left_out_and_named(out, monkeypatch):
     assert "linux" not in {c.ref for c in inv.components}
     assert inv.notes == ["kernel: components left out: linux.deb: pinned kernel package not in "
                          "the cache"]
+
+
+def test_host_tools_are_build_components_with_their_debian_identity(out, cdx):
+    """The cross compiler and binutils, mkimage, dtc, genimage, mke2fs and bmaptool the steps
+    ran are build-scope components: version, architecture and source as dpkg says here (asked
+    again by the test), a deb purl with arch and distro, the SHA-512 of the very file that ran
+    (hashed here); each firmware file depends on the compiler that built it. Negative controls:
+    QEMU (runs images, builds none) and the host rauc (invoke update bundle, not the build) are
+    absent, and a compiler's licence is not its output's."""
+    import os
+    from packageurl import PackageURL
+    c = comps(cdx)
+    deps = {d["ref"]: set(d.get("dependsOn", [])) for d in cdx["dependencies"]}
+    host = {r: v for r, v in c.items() if r.startswith("host:")}
+    assert set(host) == {"host:gcc-12-aarch64-linux-gnu", "host:binutils-aarch64-linux-gnu",
+                         "host:u-boot-tools", "host:device-tree-compiler", "host:genimage",
+                         "host:e2fsprogs", "host:bmap-tools"}
+    codename = next(ln.split("=", 1)[1].strip('"') for ln in
+                    open("/etc/os-release").read().splitlines()
+                    if ln.startswith("VERSION_CODENAME="))
+    for cmd, ref in (("aarch64-linux-gnu-gcc", "host:gcc-12-aarch64-linux-gnu"),
+                     ("aarch64-linux-gnu-ld", "host:binutils-aarch64-linux-gnu"),
+                     ("mkimage", "host:u-boot-tools"), ("dtc", "host:device-tree-compiler")):
+        comp = host[ref]
+        pkg = ref.removeprefix("host:")
+        version, arch = subprocess.run(["dpkg-query", "-W", "-f", "${Version} ${Architecture}",
+                                        pkg], capture_output=True, text=True,
+                                       check=True).stdout.split()
+        assert (comp["name"], comp["version"], comp["scope"]) == (pkg, version, "excluded")
+        assert prop(comp, "seedfw:scope") == "build"
+        p = PackageURL.from_string(comp["purl"])
+        assert (p.type, p.namespace, p.name, p.version, p.qualifiers) == \
+            ("deb", "debian", pkg, version, {"arch": arch, "distro": codename})
+        ran = os.path.realpath(shutil.which(cmd))
+        assert {h["alg"]: h["content"] for h in comp["hashes"]}["SHA-512"] == \
+            hashlib.sha512(open(ran, "rb").read()).hexdigest()
+    assert host["host:gcc-12-aarch64-linux-gnu"]["cpe"] == \
+        "cpe:2.3:a:gnu:gcc:12.2.0:*:*:*:*:*:*:*"
+    assert {"host:gcc-12-aarch64-linux-gnu", "host:binutils-aarch64-linux-gnu"} <= \
+        deps["file:images/bl31.elf"]
+    assert {"host:gcc-12-aarch64-linux-gnu"} <= deps["file:images/u-boot-spl.elf"]
+    assert {"host:u-boot-tools", "host:device-tree-compiler"} <= deps["file:images/rk3588.itb"]
+    assert {"host:genimage", "host:e2fsprogs"} <= deps["file:images/rk3588-disk.img"]
+    assert "tool:buildroot-toolchain" in deps["file:images/rootfs.cpio"]
+    # negative controls: made by seedfw's Python (the loader) — no host tool; QEMU and rauc out
+    assert not {d for d in deps["file:images/rk3588_spl_loader_v1.18.113.bin"]
+                if d.startswith("host:")}
+    assert not [r for r in c if "qemu" in r or "rauc" in c[r]["name"] and r.startswith("host:")]
+    assert "GPL-3.0" not in c["file:images/bl31.elf"]["licenses"][0]["expression"]
+
+
+def test_the_spdx_links_each_file_to_its_compiler_in_build_scope(out):
+    from spdx_python_model import v3_0_1 as spdx
+    from seedfw.sbom import spdx as spdx_mod
+    objs = spdx_mod.load(out / "sbom" / "sbom.spdx.json")
+    build = {(r.from_.name, t.name) for r in objs.foreach_type(spdx.LifecycleScopedRelationship)
+             if r.scope == spdx.LifecycleScopeType.build for t in r.to}
+    assert {("bl31.elf", "gcc-12-aarch64-linux-gnu"), ("rk3588.itb", "u-boot-tools"),
+            ("rk3588-disk.img", "genimage")} <= build
+    assert ("rk3588_spl_loader_v1.18.113.bin", "gcc-12-aarch64-linux-gnu") not in build

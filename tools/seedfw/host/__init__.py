@@ -157,6 +157,64 @@ def missing_packages(pkgs=None) -> list[str]:
     return [p for p in pkgs if p not in installed]
 
 
+OS_RELEASE = "/etc/os-release"
+
+
+def distro() -> str:
+    """The machine's Debian codename (VERSION_CODENAME of /etc/os-release, e.g. bookworm): the
+    `distro` qualifier of a deb purl, since the same version string names other builds on
+    another release. "" when the file says none."""
+    from .. import reading
+    text = reading.read_text(OS_RELEASE, "kconfig")      # KEY=value lines, a few hundred bytes
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "VERSION_CODENAME":
+            return value.strip().strip('"')
+    return ""
+
+
+def owners(commands) -> dict[str, tuple[str, str]]:
+    """{command: (file that runs, Debian package that ships it)} of the commands on PATH that
+    dpkg knows; the rest are left out (not installed, or not from a package). The file is the
+    command's real path (aarch64-linux-gnu-gcc is a link to ...-gcc-12, whose package is the
+    compiler itself, not the metapackage NEEDS installs it by); on a merged-/usr machine dpkg
+    may know a /usr/sbin tool by its /sbin name, so that is asked too."""
+    found = {}
+    for cmd in commands:
+        path = shutil.which(cmd)
+        if path:
+            real = os.path.realpath(path)
+            found[cmd] = [real, path, *([real[4:]] if real.startswith("/usr/") else [])]
+    every = sorted({p for ps in found.values() for p in ps})
+    if not every or not shutil.which("dpkg-query"):
+        return {}
+    out = subprocess.run(["dpkg-query", "-S", *every], capture_output=True, text=True).stdout
+    package = {}
+    for line in out.splitlines():       # "pkg[, pkg2]: /path" (diversions: "diversion by")
+        pkgs, sep, path = line.partition(": ")
+        if sep and not pkgs.startswith("diversion"):
+            package.setdefault(path.strip(), pkgs.split(",")[0].strip())
+    return {cmd: (paths[0], pkg) for cmd, paths in found.items()
+            for pkg in [next((package[p] for p in paths if p in package), None)] if pkg}
+
+
+def package_versions(pkgs) -> dict[str, dict[str, str]]:
+    """{package: {version, arch, source, source_version}} from dpkg for installed packages."""
+    pkgs = sorted(set(pkgs))
+    if not pkgs or not shutil.which("dpkg-query"):
+        return {}
+    fmt = "${Package}|${Version}|${Architecture}|${source:Package}|${source:Version}|" \
+          "${db:Status-Status}\n"
+    out = subprocess.run(["dpkg-query", "-W", "-f", fmt, *pkgs], capture_output=True,
+                         text=True).stdout
+    got = {}
+    for line in out.splitlines():
+        f = line.split("|")
+        if len(f) == 6 and f[5] == "installed":
+            got[f[0]] = {"version": f[1], "arch": f[2], "source": f[3], "source_version": f[4]}
+    return got
+
+
 def install_command(pkgs) -> list[str]:
     # --no-install-recommends on purpose: what we need must be in NEEDS, so a fresh machine and a
     # developer's machine with years of Recommends behave the same.

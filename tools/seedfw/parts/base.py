@@ -344,6 +344,12 @@ class Part:
 
     # helpers shared by parts
     @staticmethod
+    def cross_tools(prefix: str) -> tuple[str, ...]:
+        """A cross toolchain's commands for Step.tools: its compiler and (through it) the
+        binutils that assemble and link, so the SBOM names both packages."""
+        return (prefix + "gcc", prefix + "ld")
+
+    @staticmethod
     def source_hashes(own: Path) -> dict:
         """Stamp input for a firmware tree of ours: its files plus the shared firmware trees."""
         trees = {own.name: own, **{d: FIRMWARE_DIR / d for d in SHARED_FIRMWARE}}

@@ -202,7 +202,7 @@ class BuildrootPart(Part):
                       after=("buildroot.tree", "buildroot.hosttar", "buildroot.mirror",
                              "buildroot.external"),
                       inputs=build_inputs, version=self.BUILD_VERSION,
-                      ),
+                      tools=("tool:buildroot-toolchain",)),
         ]
 
     def mirror(self, step, say, ctx=None) -> None:

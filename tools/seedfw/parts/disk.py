@@ -412,4 +412,5 @@ def _steps(ctx) -> list:
                           lambda m: ctx.progress(f"  disk: {m}")))
 
     return [plan_mod.Step("disk.image", run, needs=needs, inputs=inputs, version=VERSION,
-                          package="disk")]
+                          package="disk", tools=("genimage", "mke2fs", "debugfs", "bmaptool",
+                                                 *(("mkimage",) if own_fit(ctx) else ())))]

@@ -155,5 +155,7 @@ class FirmwareImagePart(Part):
             needs += ("models",)
         # A carried role no enabled part provides is no need (rk3588 without a payload).
         needs = tuple(n for n in needs if n == "models" or ctx.files(n))
+        # dtc: the OPP fragment; mkimage: the firmware FIT (seedfw.images.fit)
+        tools = ("dtc", *(("mkimage",) if ctx.board.image["format"] == "fit" else ()))
         return [plan_mod.Step("image.pack", run, needs=needs, inputs=lambda: _inputs(ctx),
-                              version=VERSION, package="image")]
+                              version=VERSION, package="image", tools=tools)]

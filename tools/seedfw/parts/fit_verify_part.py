@@ -69,4 +69,4 @@ def _steps(ctx) -> list:
 
     # after image.pack: the size check reads the package
     return [plan_mod.Step("fit-verify.overlay", run, needs=("boot-package",), inputs=inputs,
-                          version=VERSION, package="fit-verify")]
+                          version=VERSION, package="fit-verify", tools=("dtc",))]

@@ -95,7 +95,7 @@ class McuPart(Part):
 
         outputs = tuple(out / "flashalgo" / a for a in self.ALGOS)
         return [plan.Step("mcu.build", build, inputs=inputs, version=self.STEP_VERSION,
-                          package=self.name, outputs=outputs)]
+                          package=self.name, outputs=outputs, tools=self.cross_tools(prefix))]
 
 
 def algo_drift(algo_elf: Path, checked_in: Path = CHECKED_IN_ALGO) -> str | None:

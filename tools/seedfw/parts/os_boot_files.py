@@ -305,4 +305,4 @@ def _steps(ctx) -> list:
 
     needs = (*roles, "u-boot-build", "opp-fragment")
     return [plan_mod.Step("os-boot-files.extlinux", run, needs=needs, inputs=inputs,
-                          version=VERSION, package="os-boot-files")]
+                          version=VERSION, package="os-boot-files", tools=("fdtoverlay", "dtc"))]

@@ -170,4 +170,5 @@ def _steps(ctx) -> list:
         step.install({out: work / name(ctx), overlay: work / OVERLAY})
 
     return [plan_mod.Step("os-fit.build", run, needs=tuple(inputs_from.values()),
-                          inputs=inputs, version=VERSION, package="os-fit")]
+                          inputs=inputs, version=VERSION, package="os-fit",
+                          tools=("mkimage", "dtc"))]

@@ -124,12 +124,13 @@ class PayloadPart(Part):
 
         if not self.compress(ctx):
             return [plan.Step("payload.build", build, inputs=inputs, version=self.STEP_VERSION,
-                              package=self.name)]
+                              package=self.name, tools=self.cross_tools(cc[:-3]))]
         from ..compress import stage as cstage
         cstage.settings(ctx.values, ctx.outdir / ".config")       # bad settings fail up front
         return [
             plan.Step("payload.build", build, inputs=inputs, version=self.STEP_VERSION,
-                      package=self.name, outputs=(out / "payload.bin",)),
+                      package=self.name, outputs=(out / "payload.bin",),
+                      tools=self.cross_tools(cc[:-3])),
             plan.Step("payload.compress", lambda step: self.compress_rodata(ctx, step),
                       deps=("payload.build",), version=self.COMPRESS_VERSION, package=self.name,
                       inputs=lambda: {"settings": cstage.settings(ctx.values).stamp(),

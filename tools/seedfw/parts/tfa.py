@@ -242,6 +242,7 @@ class TfaPart(Part):
 
         # The FIP carries BL33 (U-Boot, or the payload): the step that makes it comes first.
         bl33 = ("bl33",) if self.with_bl33(ctx) else ()
+        tools = self.cross_tools(ctx.values["CROSS_COMPILE_A"])
         steps = [
             plan.Step("tfa.fetch", fetch, inputs=fetch_inputs, version=self.FETCH_VERSION,
                       package=self.name),
@@ -257,13 +258,13 @@ class TfaPart(Part):
         if not self.compress(ctx):
             return steps + [plan.Step("tfa.build", build, deps=("tfa.extract",), needs=bl33,
                                       inputs=build_inputs, version=self.BUILD_VERSION,
-                                      package=self.name)]
+                                      package=self.name, tools=tools)]
         from ..compress import stage as cstage
         cstage.settings(ctx.values, ctx.outdir / ".config")       # bad settings fail up front
         packed = ctx.images / self.compressed_name(ctx)
         steps += [
             plan.Step("tfa.build", build, deps=("tfa.extract",), inputs=build_inputs,
-                      version=self.BUILD_VERSION, package=self.name),
+                      version=self.BUILD_VERSION, package=self.name, tools=tools),
             plan.Step("tfa.compress", lambda step: self.compress_bl31(ctx, step),
                       deps=("tfa.build",), package=self.name, version=self.COMPRESS_VERSION,
                       inputs=lambda: {"settings": cstage.settings(ctx.values).stamp(),
@@ -275,7 +276,7 @@ class TfaPart(Part):
                 "tfa.fip", lambda step: self.build_fip(ctx, tree, build_base, packed, step),
                 deps=("tfa.compress",), needs=bl33, inputs=lambda: {"make": self.make_vars(ctx),
                                                               "targets": self.targets(ctx)},
-                version=self.BUILD_VERSION, package=self.name))
+                version=self.BUILD_VERSION, package=self.name, tools=tools))
         return steps
 
     def make_targets(self, ctx: BuildContext) -> list[str]:

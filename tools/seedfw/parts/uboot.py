@@ -272,7 +272,8 @@ class UbootPart(Part):
                       package=self.name),
             plan.Step("uboot.build", build, after=("uboot.fetch",),
                       inputs=lambda: self.key_doc(ctx), version=self.BUILD_VERSION,
-                      package=self.name, outputs=tuple(outputs)),
+                      package=self.name, outputs=tuple(outputs),
+                      tools=self.cross_tools(ctx.values["CROSS_COMPILE_A"])),
         ]
 
     # -- the cached compile --------------------------------------------------------------------------

@@ -77,6 +77,8 @@ class Step:
               (seedfw.cache) into another output directory: they name where they were built.
               Steps whose outputs are not all regular files inside the output directory are
               never stored anyway (downloads, trees)
+    tools:    host commands (or a part's build-scope component ref) that make its outputs: the
+              SBOM's build components, file → compiler; not stamped (inputs name versions)
     `run` hands the files it produced to `step.install({final path: built path})`; the plan puts
     them in place (atomically, all together) only after `run` returned.
     """
@@ -92,6 +94,7 @@ class Step:
     outputs: tuple[Path, ...] = ()
     cache: bool = True
     shared_roots: dict = field(default_factory=dict)
+    tools: tuple[str, ...] = ()
     shared: list = field(default_factory=list, repr=False)   # (label, path) written by this run
     files: tuple[Path, ...] = ()     # what `needs` resolved to (set by Plan.link)
     log: Path | None = None          # set by the plan

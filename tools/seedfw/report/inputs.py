@@ -451,7 +451,7 @@ def _rel(path: Path) -> str:
 
 # <out>/sbom/ (seedfw.sbom): the SBOM files every build writes and `invoke cve`'s result.
 SBOM_FILES = ("sbom/sbom.cdx.json", "sbom/sbom.spdx.json", "sbom/vex.cdx.json")
-CVE_RESULT = {"database": "str", "matcher": "str", "sbom": "str", "counts": {"*": "count"},
+CVE_RESULT = {"database": "str", "database_note?": "str", "matcher": "str", "sbom": "str", "counts": {"*": "count"},
               "matches": [{"cve": "str", "component": "str", "version": "str", "ref": "str",
                            "record": "str", "statement?": "str?",
                            "decision": {"status": "str", "triage": "str?", "detail": "str?",

@@ -122,6 +122,12 @@ def after_build(ctx, say=None) -> bool:
               *sorted((paths.ROOT / "tools" / "seedfw").rglob("*.py"))]
     for path in inputs:     # door: hashed, never parsed (this build's own files and seedfw's code)
         h.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-"))
+    # The host tools are components too (seedfw.sbom.hosttools): a package installed or
+    # upgraded on the machine (a new mkimage) changes dpkg's status file, so the SBOM is rewritten.
+    dpkg = Path("/var/lib/dpkg/status")
+    if dpkg.is_file():
+        st = dpkg.stat()
+        h.update(f"dpkg\0{st.st_size}\0{st.st_mtime_ns}".encode())
     digest = h.hexdigest()
     stamp = _stamp(outdir)
     out = sbom_dir(outdir)

@@ -80,18 +80,31 @@ def collect(ctx, hasher=None) -> Inventory:
     steps = {s.name: (part.name, s) for part in enabled for s in _steps(part, ctx)}
     declared_outputs = [(owner, o) for o in ctx.outputs
                         for owner in [ctx.owners.get(Path(o.path))] if owner]
-    made_by: dict[Path, tuple[str, tuple[Path, ...]]] = {}
+    made_by: dict[Path, tuple[str, tuple[Path, ...], tuple[str, ...]]] = {}
     try:
         link({name: s for name, (_, s) in steps.items()}, declared_outputs, [])
     except SeedfwError as exc:
         notes.append(f"dependency graph left incomplete: {exc.line()}")
     for owner, step in steps.values():
         for out in step.outputs:
-            made_by[Path(out)] = (owner, tuple(Path(n) for n in getattr(step, "files", ())))
+            made_by[Path(out)] = (owner, tuple(Path(n) for n in getattr(step, "files", ())),
+                                  tuple(getattr(step, "tools", ())))
     artifacts = {}
     for owner, o in declared_outputs:
         if o.listed and Path(o.path).is_file():
             artifacts.setdefault(Path(o.path), owner)
+
+    # The host tools the steps ran (Step.tools), as build-scope components: a step's command is
+    # a Debian package's file (seedfw.sbom.hosttools), or a build-scope component its part
+    # declared (Buildroot's relocated toolchain). One the machine cannot name leaves the files
+    # it made with incomplete dependencies.
+    from . import hosttools
+    known = {c.ref for c in comps}
+    commands = {t for _o, _f, tools in made_by.values() for t in tools if t not in known}
+    tool_refs, host, host_notes = hosttools.components(commands, hasher)
+    notes += host_notes
+    comps += host
+    tool_refs.update({t: t for t in known})
 
     def ref_of(path: Path) -> str:
         return "file:" + os.path.relpath(path, ctx.outdir)
@@ -101,6 +114,11 @@ def collect(ctx, hasher=None) -> Inventory:
         got = made_by.get(path)
         if got is None:
             return refs, False
+        for tool in got[2]:
+            if tool in tool_refs:
+                refs.add(tool_refs[tool])
+            else:
+                complete = False
         for need in got[1]:
             if need in seen:
                 continue
@@ -133,8 +151,8 @@ def collect(ctx, hasher=None) -> Inventory:
     done = {f.ref: f for f in files}
     def licences(ref, seen=()):
         c = by_ref.get(ref) or done.get(ref)
-        if c is None or ref in seen:
-            return set()
+        if c is None or ref in seen or c.scope == "build":     # a compiler's licence is not
+            return set()                                       # the licence of what it made
         if c.kind != "file":
             return {c.licence}
         return {OWN_LICENCE}.union(*(licences(d, seen + (ref,)) for d in c.depends))

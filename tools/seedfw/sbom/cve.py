@@ -32,11 +32,29 @@ import sys
 from pathlib import Path
 
 from .. import util
+from ..paths import ROOT
 from ..errors import SeedfwError
 from . import CDX, SPDX, sbom_dir, vex
 
 RESULT = "cve.json"
 VEX = "vex.cdx.json"
+
+
+# The checkout's fixture databases (real records, a handful of them): what `invoke ci` matches
+# against when it is given no database, so a VEX is written and checked on every run.
+FIXTURES = ROOT / "tests" / "fixtures" / "cve"
+FIXTURE_DB = FIXTURES / "nvd"
+
+
+def fixture_note(db: Path) -> str | None:
+    """"fixture database: N real records, not a full feed" for a database inside the checkout's
+    fixtures, else None: a VEX from a fixture must never read like one from a full feed."""
+    try:
+        Path(db).resolve().relative_to(FIXTURES)
+    except ValueError:
+        return None
+    n = sum(1 for _ in Path(db).rglob("CVE-*.json"))
+    return f"fixture database: {n} real records, not a full feed"
 
 
 def layout(db: Path) -> str:
@@ -57,6 +75,19 @@ def record_path(db: Path, kind: str, cve: str) -> Path:
     if kind == "cve-db-nvd-fkie":
         return db / f"CVE-{year}" / f"{cve[:-2]}xx" / f"{cve}.json"
     return db / "cves" / year / f"{num[:-3]}xxx" / f"{cve}.json"
+
+
+# Who publishes the records of each layout (the VEX names it per vulnerability): NVD's 2.0 API
+# records (fkie-cad's mirror keeps them unchanged) and the CVE Program's own CVE 5 records.
+SOURCES = {
+    "cve-db-nvd-fkie": ("NVD", "https://nvd.nist.gov/vuln/detail/{cve}"),
+    "cve-db-cvelist": ("CVE Program (cvelistV5)", "https://www.cve.org/CVERecord?id={cve}"),
+}
+
+
+def source_of(kind: str, cve: str) -> dict:
+    name, url = SOURCES[kind]
+    return {"name": name, "url": url.format(cve=cve)}
 
 
 def _git_tree(db: Path, work: Path) -> Path:
@@ -102,7 +133,7 @@ def run_matcher(spdx: Path, db: Path, work: Path) -> list[dict]:
         rows.append({"cve": row["vuln-id"], "component": row["package names"],
                      "version": row["version"], "product": row["vendor-product"],
                      "verdict": row["status"], "statement": row["statement"],
-                     "notes": row["notes"],
+                     "notes": row["notes"], "source": source_of(kind, row["vuln-id"]),
                      "record": os.path.relpath(record_path(db, kind, row["vuln-id"]), db)})
     return rows
 
@@ -146,17 +177,20 @@ def match(ctx, db: Path, say=print, triage_file: Path | None = None) -> dict:
     # The database by its path in the checkout, else by its directory name: cve.json is an
     # output, and an output names no absolute path of this machine.
     shown = vex._shown(Path(db))
-    doc = {"database": shown if not Path(shown).is_absolute() else Path(db).name, "matcher": f"sbom-cve-check {vex._matcher_version()}",
+    note = fixture_note(Path(db))
+    doc = {"database": shown if not Path(shown).is_absolute() else Path(db).name,
+           **({"database_note": note} if note else {}),
+           "matcher": f"sbom-cve-check {vex._matcher_version()}",
            "sbom": sbom_doc["serialNumber"], "counts": counts,
            "matches": sorted(matches, key=lambda m: (m["cve"], m["ref"])),
            "not_matched": sorted(negatives, key=lambda m: (m["cve"], m["ref"])),
            "stale_triage": stale}
-    util.write_text(out / VEX, json.dumps(vex.document(matches, sbom_doc), indent=1,
-                                          sort_keys=True) + "\n")
+    util.write_text(out / VEX, json.dumps(vex.document(matches, sbom_doc, doc["database"], note),
+                                          indent=1, sort_keys=True) + "\n")
     util.write_json(out / RESULT, doc)
     say(f"{len(matches)} match(es) in {len(rows)} CVE record(s) checked against "
-        f"{len(comps)} components: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-        + f"; VEX {out / VEX}")
+        f"{len(sbom_doc.get('components', []))} components: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        + f"; VEX {out / VEX}" + (f" ({note})" if note else ""))
     for m in doc["matches"]:
         if m["decision"]["status"] == "untriaged":
             say(f"  UNTRIAGED {m['cve']} {m['component']} {m['version']} ({m['record']}): add "

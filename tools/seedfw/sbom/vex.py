@@ -134,9 +134,12 @@ def decide(match: dict, triage: list[Triage], ignored: dict[str, set]) -> dict:
             "triage": None}
 
 
-def document(matches: list[dict], sbom_doc: dict) -> dict:
-    """The CycloneDX 1.6 VEX of the matches (each with its decision), validated."""
+def document(matches: list[dict], sbom_doc: dict, database: str = "",
+             note: str | None = None) -> dict:
+    """The CycloneDX 1.6 VEX of the matches (each with its decision), validated; `database`
+    and its `note` (a fixture database says so) are metadata properties."""
     from cyclonedx.model import XsUri
+    from cyclonedx.model import Property
     from cyclonedx.model.bom import Bom, BomMetaData
     from cyclonedx.model.impact_analysis import (ImpactAnalysisJustification,
                                                  ImpactAnalysisState)
@@ -164,12 +167,15 @@ def document(matches: list[dict], sbom_doc: dict) -> dict:
                                          f"triage: {d['triage']}" if d["triage"] else "") if x))
         vulns.append(Vulnerability(
             bom_ref=f"{m['cve']}@{m['ref']}", id=m["cve"],
-            source=VulnerabilitySource(name="NVD",
-                                       url=XsUri(f"https://nvd.nist.gov/vuln/detail/{m['cve']}")),
+            # the record's own publisher (seedfw.sbom.cve.SOURCES), NVD or the CVE Program
+            source=VulnerabilitySource(name=m["source"]["name"], url=XsUri(m["source"]["url"])),
             description=m.get("description") or None,
             analysis=analysis,
             affects=[BomTarget(ref=f"{serial.replace('urn:uuid:', 'urn:cdx:')}/1#{m['ref']}")]))
-    bom = Bom(metadata=BomMetaData(tools=tools, timestamp=when), vulnerabilities=vulns,
+    props = [Property(name=k, value=v) for k, v in (("seedfw:database", database),
+                                                      ("seedfw:database-note", note)) if v]
+    bom = Bom(metadata=BomMetaData(tools=tools, timestamp=when, properties=props),
+              vulnerabilities=vulns,
               serial_number=uuid.UUID(int=0))
     doc = json.loads(JsonV1Dot6(bom).output_as_string())
     doc.pop("serialNumber", None)

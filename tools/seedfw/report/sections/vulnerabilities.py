@@ -38,7 +38,9 @@ class Vulnerabilities(Section):
         if cve is None:
             out["note"] = "no vulnerability matching yet (invoke cve --board B --db DIR)"
             return out
-        out.update(database=cve["database"], matcher=cve["matcher"], counts=cve["counts"],
+        # a fixture database says so wherever its name is shown (seedfw.sbom.cve.fixture_note)
+        db = cve["database"] + (f" ({cve['database_note']})" if cve.get("database_note") else "")
+        out.update(database=db, matcher=cve["matcher"], counts=cve["counts"],
                    matches=[{"cve": m["cve"], "component": m["component"],
                              "version": m["version"], "status": m["decision"]["status"],
                              "record": m["record"], "triage": m["decision"].get("triage"),
