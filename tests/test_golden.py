@@ -6,7 +6,7 @@ Fast: the manual's markers parse; a figure on a scratch page against a scratch b
 then fails with the exact line once the file grows (the negative control), and --regenerate
 makes it pass again; malformed markers are one line naming page:line. Slow: the real pages
 against the session builds of qemu-aarch64 (with a counted boot, as `invoke ci` makes) and
-rk3588 pass; a payload rebuilt from a copy of firmware/ with one string more fails, naming the
+rk3588 (with its counted OS boot on QEMU virt, whose DMA and PCIe rows the pages mark) pass; a payload rebuilt from a copy of firmware/ with one string more fails, naming the
 page and figure of every payload size that moved.
 """
 
