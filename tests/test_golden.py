@@ -6,7 +6,7 @@ Fast: the manual's markers parse; a figure on a scratch page against a scratch b
 then fails with the exact line once the file grows (the negative control), and --regenerate
 makes it pass again; malformed markers are one line naming page:line. Slow: the real pages
 against the session builds of qemu-aarch64 (with a counted boot, as `invoke ci` makes) and
-rk3588 pass; a payload rebuilt from a copy of firmware/ with one string more fails, naming the
+rk3588 (with its counted OS boot on QEMU virt, whose DMA and PCIe rows the pages mark) pass; a payload rebuilt from a copy of firmware/ with one string more fails, naming the
 page and figure of every payload size that moved.
 """
 
@@ -46,7 +46,7 @@ def test_the_manual_marks_figures_that_parse():
     assert {m.board for m in found} == {"qemu-aarch64", "rk3588"}
     assert {m.producer.name for m in found} == {"file-bytes", "elf-section-bytes",
                                                 "elf-load-bytes", "compressed-section",
-                                                "emulated-phase"}
+                                                "emulated-phase", "emulated-dma"}
     assert {"docs/counters.md", "docs/compression.md", "docs/report-walkthrough.md"} <= \
         {m.page for m in found}
     # what each marker encloses is a rendered integer, nothing else
@@ -79,10 +79,42 @@ def test_a_figure_that_disagrees_names_page_and_figure(tmp_path):
         f"{root / 'qemu-aarch64'}: no build of qemu-aarch64 (no manifest.json)")
 
 
+def test_emulated_dma_and_pcie_figures_follow_the_counters_document(tmp_path):
+    """The rk3588 rows the manual marks (docs/counters.md): DMA and a phase's PCIe bytes of
+    counters/emulated-boot.json; a changed document is a disagreement (negative control)."""
+    import json
+    dma = "<!-- figure: emulated-dma board=qemu-aarch64 value=read_bytes -->3,040,256<!-- /figure -->"
+    pcie = ("<!-- figure: emulated-phase board=qemu-aarch64 run=boot phase=linux "
+           "value=pcie-mmio.store_bytes -->40<!-- /figure -->")
+    docs, root = _scratch(tmp_path, f"# p\n\n{dma} read, {pcie} stored to PCIe\n")
+    counters = root / "qemu-aarch64" / "counters"
+    counters.mkdir()
+    doc = {"settings": {"regions": [{"name": "pcie-mmio"}]},
+           "readings": {"dma": {"virtio-blk": {"read_bytes": 3040256, "reads": 128}},
+                        "phases": {"linux": {"regions": {"pcie-mmio": {"store_bytes": 40}}}}}}
+    (counters / "emulated-boot.json").write_text(json.dumps(doc))
+    bad, found = golden.check(docs, root)
+    assert bad == [] and len(found) == 2
+    doc["readings"]["dma"]["virtio-blk"]["read_bytes"] += 512
+    doc["readings"]["phases"]["linux"]["regions"]["pcie-mmio"]["store_bytes"] = 44
+    (counters / "emulated-boot.json").write_text(json.dumps(doc))
+    assert golden.check(docs, root)[0] == [
+        "docs/p.md:3: figure emulated-dma board=qemu-aarch64 value=read_bytes: the page says "
+        "3,040,256, the build gives 3,040,768",
+        "docs/p.md:3: figure emulated-phase board=qemu-aarch64 run=boot phase=linux "
+        "value=pcie-mmio.store_bytes: the page says 40, the build gives 44"]
+    del doc["readings"]["dma"]
+    (counters / "emulated-boot.json").write_text(json.dumps(doc))
+    assert golden.check(docs, root)[0][0] == (
+        "docs/p.md:3: figure emulated-dma board=qemu-aarch64 value=read_bytes: "
+        f"{counters / 'emulated-boot.json'}: readings.dma.virtio-blk: no DMA count read_bytes "
+        "of virtio-blk")
+
+
 @pytest.mark.parametrize("line, error", [
     ("x <!-- figure: nosuch board=rk3588 -->1<!-- /figure -->",
      "docs/p.md:3: no figure 'nosuch' (known: file-bytes, elf-section-bytes, elf-load-bytes, "
-     "compressed-section, emulated-phase)"),
+     "compressed-section, emulated-phase, emulated-dma)"),
     ("x <!-- figure: file-bytes board=rk3588 -->1<!-- /figure -->",
      "docs/p.md:3: figure file-bytes board=rk3588: parameter 'file' missing (takes: file)"),
     ("x <!-- figure: file-bytes board=rk9 file=a -->1<!-- /figure -->",
@@ -119,6 +151,29 @@ def _counted_run(build, dest: Path) -> Path:
     qemu.run(board, out, timeout=120, echo=lambda s: None,
              extra_args=emulated.qemu_args(board, out, counted))
     emulated.collect(board, out, counted, "run")
+    return dest
+
+
+def _counted_os_boot(build, dest: Path) -> Path:
+    """rk3588's counted OS boot on QEMU virt as `invoke ci` makes it, into a copy of the build
+    (`dest`: top-level files copied, images/ and host/ hard-linked, since the boot reads the
+    disk with snapshot=on and writes only counters/, logs/ and build/os-virt/)."""
+    from seedfw import boards
+    from seedfw.counters import emulated
+    from seedfw.run import os_virt
+
+    src = Path(build.outdir)
+    dest.mkdir()
+    for f in src.iterdir():
+        if f.is_file():
+            shutil.copyfile(f, dest / f.name)
+    for sub in ("images", "host"):
+        shutil.copytree(src / sub, dest / sub, copy_function=os.link, symlinks=True)
+    board = boards.get("rk3588")
+    counted = emulated.default_file(dest, "boot")
+    os_virt.boot(board, dest, timeout=900, echo=lambda s: None,
+                 extra_args=emulated.virt_args(board, dest, counted))
+    emulated.collect(board, dest, counted, "boot")
     return dest
 
 
@@ -161,7 +216,7 @@ def test_the_pages_agree_with_the_session_builds_and_a_planted_payload_fails(
     root = tmp_path / "ci"
     root.mkdir()
     counted = _counted_run(qemu_aarch64_build, root / "qemu-aarch64")
-    (root / "rk3588").symlink_to(rk3588_build.outdir)
+    rk = _counted_os_boot(rk3588_build, root / "rk3588")
     said: list[str] = []
     golden_check(root, say=said.append)
     found = golden.markers(ROOT / "docs")
@@ -172,7 +227,7 @@ def test_the_pages_agree_with_the_session_builds_and_a_planted_payload_fails(
     # written) whose bl33.elf is the payload with one more string.
     planted = tmp_path / "planted"
     shutil.copytree(counted, planted / "qemu-aarch64", symlinks=True, copy_function=os.link)
-    (planted / "rk3588").symlink_to(rk3588_build.outdir)
+    (planted / "rk3588").symlink_to(rk)
     elf = planted / "qemu-aarch64" / "images" / "bl33.elf"
     elf.unlink()
     shutil.copyfile(_planted_payload(qemu_aarch64_build, tmp_path), elf)

@@ -32,4 +32,5 @@ REGISTRY = Registry("figure", {
     "elf-load-bytes": "seedfw.figures.producers:ElfLoadBytes",
     "compressed-section": "seedfw.figures.producers:CompressedSection",
     "emulated-phase": "seedfw.figures.producers:EmulatedPhase",
+    "emulated-dma": "seedfw.figures.producers:EmulatedDma",
 })

@@ -147,6 +147,9 @@ class EmulatedPhase(Producer):
     (`instructions`, or REGION.load_bytes / REGION.store_bytes for a board.yaml memory region,
     e.g. dram.load_bytes; a region the phase never touched counts 0), run (default run; boot for
     `invoke boot --counters`). A phase's `excluded` counts vary and are never a figure.
+    rk3588's Linux phases on QEMU virt are not deterministic in instructions or DRAM bytes (the
+    disk's completions arrive at the host's pace): only their PCIe rows are marked
+    (docs/counters.md "rk3588 in QEMU virt").
     """
 
     name = "emulated-phase"
@@ -176,4 +179,37 @@ class EmulatedPhase(Producer):
             where = f"readings.phases.{phase}.regions.{region}.{what}"
         if not isinstance(got, int) or isinstance(got, bool):
             raise SeedfwError(f"not an integer: {got!r}", path, where)
+        return got
+
+
+class EmulatedDma(Producer):
+    """Device DMA of a counted QEMU run, from its document's `readings.dma` (measured, emulated:
+    QEMU's virtio-blk trace events, nsectors x 512 B, seedfw.counters.emulated). Which blocks
+    the guest asks for follows the image, not the host: two counted rk3588 boots on QEMU virt
+    moved the same bytes in the same number of requests while their instruction counts differed
+    (docs/counters.md "rk3588 in QEMU virt").
+
+    Parameters: value (reads, read_bytes, writes, write_bytes), device (default virtio-blk), run
+    (default boot: `invoke boot --counters` and `invoke ci`'s OS boot; run for `invoke run`).
+    """
+
+    name = "emulated-dma"
+    params = ("value",)
+    optional = {"device": "virtio-blk", "run": "boot"}
+    kind = "measured (emulated)"
+    VALUES = ("reads", "read_bytes", "writes", "write_bytes")
+
+    def value(self, outdir):
+        path = Path(outdir) / "counters" / f"emulated-{self.args['run']}.json"
+        doc = reading.loads_json_strict(reading.read_bytes(path, "json"), path)
+        field, device = self.args["value"], self.args["device"]
+        if field not in self.VALUES:
+            raise SeedfwError(f"value={field}: not one of {', '.join(self.VALUES)}", path)
+        try:
+            got = doc["readings"]["dma"][device][field]
+        except (KeyError, TypeError):
+            raise SeedfwError(f"no DMA count {field} of {device}", path,
+                              f"readings.dma.{device}") from None
+        if not isinstance(got, int) or isinstance(got, bool):
+            raise SeedfwError(f"not an integer: {got!r}", path, f"readings.dma.{device}.{field}")
         return got
