@@ -13,7 +13,7 @@
 
 #define FLASH_BASE   0x00000000u
 #define FLASH_SIZE   0x00040000u
-#define SECTOR_SIZE  0x00001000u
+#define SECTOR_SIZE  0x00008000u
 #define ERASED_WORD  0xFFFFFFFFu
 
 /* Entry points keep the CMSIS names so the symbol table maps them to pyOCD's pc_* keys. */

@@ -136,7 +136,7 @@ class DebugRegisters:
         vector = int.from_bytes(self.rsp.read_memory(4, 4), "little") & ~1
         deadline = time.monotonic() + 2.0
         while self.rsp.read_register(self.regnums["pc"]) != vector and time.monotonic() < deadline:
-            time.sleep(0.005)
+            time.sleep(0.0005)  # one stub round trip per poll; QEMU resets within a few
         self.reset_st = True
         self.control = 0
         self.shadow = {REG_PSP: 0, REG_CFBP: 0}
@@ -301,7 +301,7 @@ class StoppedWhile:
         rsp = self.regs.rsp
         if not rsp.running:
             return self
-        if rsp.poll_stop():
+        if rsp.poll_stop(0):
             self.regs._stopped()  # it stopped by itself (breakpoint): a real stop
             return self
         reply = rsp.halt()

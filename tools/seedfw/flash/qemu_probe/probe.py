@@ -180,6 +180,13 @@ class QemuProbe(DebugProbe):
             raise exceptions.ProbeError(str(exc)) from None
         self._memif = QemuMemoryInterface(self)
         self._is_open = True
+        session = getattr(self, "session", None)
+        if session is not None and not session.options.is_set("reset.post_delay"):
+            # pyOCD sleeps reset.post_delay (0.1 s) after writing AIRCR so a real chip can come out of
+            # reset; here the AIRCR write returns only once QEMU shows the reset vector in the PC
+            # (DebugRegisters.reset), so the sleep is pure waste. Lowest-priority layer: a user's
+            # option or config file still wins.
+            session.options.add_back({"reset.post_delay": 0.0})
 
     def close(self):
         if self.rsp is not None:

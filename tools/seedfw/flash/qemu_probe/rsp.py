@@ -17,7 +17,12 @@ import time
 
 from ...errors import SeedfwError
 
-CHUNK = 1024  # bytes per m/M packet; QEMU's PacketSize is 4096 characters
+# Bytes per m/M packet. QEMU 7.2 announces PacketSize=1000 (hex: 4096 characters) and silently drops
+# a longer packet; "Mffffffff,7f0:" plus 2 x 2032 hex digits is 4078. Every m/M costs one round trip,
+# so the biggest chunk that fits is the cheapest (measured 2026-12-03: 1024 -> 2032 halves the packets
+# of a 128 KiB write + readback; docs/measurements/2026-12-03-flash.md).
+CHUNK = 2032
+POLL_WAIT = 0.001  # seconds poll_stop waits for a stop reply (see there)
 
 
 class RspError(SeedfwError):
@@ -29,6 +34,8 @@ def _checksum(data: bytes) -> bytes:
 
 
 def _escape(data: bytes) -> bytes:
+    if b"#" not in data and b"$" not in data and b"}" not in data and b"*" not in data:
+        return data  # hex memory writes never need escaping: skip the per-byte loop
     out = bytearray()
     for b in data:
         if b in b"#$}*":
@@ -39,6 +46,8 @@ def _escape(data: bytes) -> bytes:
 
 
 def _unescape(data: bytes) -> bytes:
+    if b"}" not in data and b"*" not in data:
+        return data  # the common case (hex memory replies): no per-byte loop in Python
     out = bytearray()
     i = 0
     while i < len(data):
@@ -153,12 +162,15 @@ class RspClient:
         self.sock.sendall(b"\x03")
         return self.wait_stop(self.timeout)
 
-    def poll_stop(self) -> bool:
-        """True when the running target has stopped (a stop reply is waiting or arrived)."""
+    def poll_stop(self, wait: float = POLL_WAIT) -> bool:
+        """True when the running target has stopped (a stop reply is waiting or arrives within `wait`
+        seconds). Why wait at all: pyOCD polls DHCSR in a tight loop while a flash-algo call runs; a
+        zero timeout spun ~1000 times per flash, taking the CPU from the very QEMU it waits for on a
+        2-core host. select() returns the moment the stop reply lands, so waiting costs no latency."""
         if not self.running:
             return True
         try:
-            self.wait_stop(0)
+            self.wait_stop(wait)
         except TimeoutError:
             return False
         return True

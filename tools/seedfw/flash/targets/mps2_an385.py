@@ -21,7 +21,7 @@ from .algo_blob import make_flash_algo, read_algo_elf
 
 FLASH_BASE = 0x00000000
 FLASH_SIZE = 0x00040000
-SECTOR_SIZE = 0x1000
+SECTOR_SIZE = 0x8000  # 32 KiB: see the docstring
 RAM_BASE = 0x20000000
 RAM_SIZE = 0x00400000
 ALGO_BASE = 0x20100000  # well clear of the firmware's SRAM use (0x20000000-0x20010000)
