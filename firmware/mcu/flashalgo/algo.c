@@ -8,12 +8,14 @@
  * Position independent by construction: no globals, no literal addresses of code or data (the build
  * links the blob at two addresses and checks the bytes are identical).
  * BROKEN_PROGRAM builds the negative control: ProgramPage reports success and writes nothing.
+ * FLIP_AT=<address> builds the subtler one (tests only, not in `all`): every byte lands except the
+ * one at that address, which is written with its lowest bit flipped.
  */
 #include <stdint.h>
 
 #define FLASH_BASE   0x00000000u
 #define FLASH_SIZE   0x00040000u
-#define SECTOR_SIZE  0x00008000u
+#define SECTOR_SIZE  0x00008000u /* = page size; why 32 KiB: targets/mps2_an385.py */
 #define ERASED_WORD  0xFFFFFFFFu
 
 /* Entry points keep the CMSIS names so the symbol table maps them to pyOCD's pc_* keys. */
@@ -72,7 +74,11 @@ int ProgramPage(uint32_t adr, uint32_t sz, const uint8_t *buf)
 #else
 	volatile uint8_t *dst = (volatile uint8_t *)adr;
 	for (uint32_t i = 0; i < sz; i++)
+#ifdef FLIP_AT
+		dst[i] = buf[i] ^ (adr + i == FLIP_AT ? 1u : 0u);
+#else
 		dst[i] = buf[i];
+#endif
 #endif
 	return 0;
 }
