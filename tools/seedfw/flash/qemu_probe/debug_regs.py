@@ -95,9 +95,10 @@ class DebugRegisters:
         pc = self.rsp.read_register(self.regnums["pc"])
         hit = pc in self.planted and (pc == self.temporary or pc in self._fpb_addresses())
         self.dfsr |= DFSR_BKPT if hit else DFSR_HALTED
-        if self.temporary is not None:
-            self._unplant(self.temporary)
-            self.temporary = None
+        # The temporary breakpoint stays planted: pyOCD calls the same algo again and again with the
+        # same return address, and planting + removing it on every call cost 3 of the ~12 stub round
+        # trips per call (Z1, z1 and reading the BKPT back; issue 33). It goes when a resume has
+        # another LR (resume) or when memory under it is rewritten (forget_code_at).
 
     def halt(self) -> None:
         if self.rsp.running:
@@ -110,13 +111,15 @@ class DebugRegisters:
         # pyOCD's flash algo (and its function calls in general) return to a BKPT at LR; QEMU would
         # take a HardFault there instead of halting, so a stub breakpoint stands in for it.
         lr = self.rsp.read_register(self.regnums["lr"]) & ~1
-        try:
-            insn = int.from_bytes(self.rsp.read_memory(lr, 2), "little")
-        except RspError:
-            insn = 0
-        if insn & 0xFF00 == 0xBE00 and lr not in self.planted:
-            self._plant(lr)
-            self.temporary = lr
+        if lr != self.temporary:
+            self.drop_temporary()
+            try:
+                insn = int.from_bytes(self.rsp.read_memory(lr, 2), "little")
+            except RspError:
+                insn = 0
+            if insn & 0xFF00 == 0xBE00 and lr not in self.planted:
+                self._plant(lr)
+                self.temporary = lr
         self.retired = True
         self.rsp.cont()
 
@@ -146,6 +149,18 @@ class DebugRegisters:
             self.resume()
 
     # -- breakpoints --------------------------------------------------------------------------
+    def drop_temporary(self) -> None:
+        """Remove the breakpoint kept at a flash algo's return BKPT (the guest must be stopped)."""
+        if self.temporary is not None:
+            self._unplant(self.temporary)
+            self.temporary = None
+
+    def forget_code_at(self, addr: int, length: int) -> None:
+        """Memory at [addr, addr+length) is being rewritten: the BKPT the temporary breakpoint stood
+        for may be gone, so the next resume must look again."""
+        if self.temporary is not None and addr <= self.temporary < addr + length:
+            self.drop_temporary()
+
     def _plant(self, addr: int) -> None:
         self.rsp.breakpoint(addr, True)
         self.planted.add(addr)
