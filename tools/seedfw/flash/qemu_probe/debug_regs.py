@@ -140,6 +140,7 @@ class DebugRegisters:
         deadline = time.monotonic() + 2.0
         while self.rsp.read_register(self.regnums["pc"]) != vector and time.monotonic() < deadline:
             time.sleep(0.0005)  # one stub round trip per poll; QEMU resets within a few
+            self.rsp.forget_registers()  # the PC changes behind the stub: read it afresh
         self.reset_st = True
         self.control = 0
         self.shadow = {REG_PSP: 0, REG_CFBP: 0}

@@ -1,6 +1,7 @@
 """Minimal GDB Remote Serial Protocol client for QEMU's gdbstub.
 
-Only what the probe needs: memory (`m`/`M`), single registers (`p`/`P`), run control (`c`, `s`,
+Only what the probe needs: memory (`m`/`M`), registers (`g`/`G` for r0-r15, cached while stopped;
+`p`/`P` for the rest), run control (`c`, `s`,
 ^C), hardware breakpoints (`Z1`/`z1`), monitor commands (`qRcmd`) and target.xml. QEMU 7.2 does not
 support QStartNoAckMode, so packets are acknowledged with `+` (handled transparently).
 
@@ -23,6 +24,11 @@ from ...errors import SeedfwError
 # of a 128 KiB write + readback; docs/measurements/2026-12-03-flash.md).
 CHUNK = 2032
 POLL_WAIT = 0.001  # seconds poll_stop waits for a stop reply (see there)
+# r0-r15 lead QEMU's `g`/`G` block on Arm (4 bytes each). While the target is stopped they are
+# cached: one `g` serves every read, writes are gathered and go out as one `G` before the target
+# runs. pyOCD sets ~5 and reads ~3 registers around every flash-algo call, one `p`/`P` each before
+# (issue 33).
+G_REGS = 16
 
 
 class RspError(SeedfwError):
@@ -79,6 +85,8 @@ class RspClient:
         self._ack = True
         self.running = False
         self.last_stop = b""
+        self._gblock: bytearray | None = None  # the `g` block while stopped (see G_REGS)
+        self._gdirty = False
         self.command(b"qSupported:multiprocess-;swbreak+;hwbreak+;qRelocInsn-;xmlRegisters=arm")
         # A stop reply that arrived before the qSupported answer means the guest was running when we
         # connected and QEMU paused it for us (see command()).
@@ -87,6 +95,10 @@ class RspClient:
             self._ack = False
 
     def close(self) -> None:
+        try:
+            self.forget_registers()  # registers set but not yet written must still reach the target
+        except (RspError, OSError):
+            pass
         try:
             self.sock.close()
         except OSError:
@@ -148,10 +160,12 @@ class RspClient:
 
     # -- run control --------------------------------------------------------------------------
     def cont(self) -> None:
+        self.forget_registers()
         self._send(b"c")
         self.running = True
 
     def step(self) -> bytes:
+        self.forget_registers()
         self._send(b"s")
         self.running = True
         return self.wait_stop(self.timeout)
@@ -207,11 +221,37 @@ class RspClient:
             if self.checked(b"M%x,%x:%s" % (addr + off, len(part), part.hex().encode())) != b"OK":
                 raise RspError(f"memory write at {addr + off:#x} failed")
 
+    def _block(self) -> bytearray:
+        if self._gblock is None:
+            block = bytes.fromhex(self.checked(b"g").decode())
+            if len(block) < 4 * G_REGS:
+                raise RspError(f"gdbstub at {self.address}: `g` gave {len(block)} bytes, fewer than r0-r15")
+            self._gblock = bytearray(block)
+        return self._gblock
+
+    def forget_registers(self) -> None:
+        """Write gathered register writes back (one `G`) and drop the cache: call before the target
+        runs or resets, and before re-reading a register that may have changed behind the stub."""
+        if self._gdirty:
+            self._gdirty = False
+            if self.checked(b"G" + self._gblock.hex().encode()) != b"OK":
+                raise RspError("register block write failed")
+        self._gblock = None
+
     def read_register(self, num: int) -> int:
+        if num < G_REGS:
+            return int.from_bytes(self._block()[4 * num:4 * num + 4], "little")
         reply = self.checked(b"p%x" % num)
         return int.from_bytes(bytes.fromhex(reply.decode()), "little")
 
     def write_register(self, num: int, value: int, size: int = 4) -> None:
+        if num < G_REGS and size == 4:
+            self._block()[4 * num:4 * num + 4] = value.to_bytes(4, "little")
+            self._gdirty = True
+            return
+        # A register outside the block: the block goes first, so a later `G` cannot put back the
+        # copy of this register it was read with.
+        self.forget_registers()
         if self.checked(b"P%x=%s" % (num, value.to_bytes(size, "little").hex().encode())) != b"OK":
             raise RspError(f"register {num} write failed")
 
@@ -222,6 +262,7 @@ class RspClient:
 
     def monitor(self, text: str) -> str:
         """Run a QEMU monitor command (`qRcmd`, hex-encoded); returns its console output."""
+        self.forget_registers()  # a command may reset the machine
         self._send(b"qRcmd," + text.encode().hex().encode())
         out = b""
         while True:
