@@ -73,11 +73,21 @@ int ProgramPage(uint32_t adr, uint32_t sz, const uint8_t *buf)
 	(void)buf;
 #else
 	volatile uint8_t *dst = (volatile uint8_t *)adr;
-	for (uint32_t i = 0; i < sz; i++)
-#ifdef FLIP_AT
-		dst[i] = buf[i] ^ (adr + i == FLIP_AT ? 1u : 0u);
-#else
+	uint32_t i = 0;
+	/* Word stores when everything is aligned (pyOCD's page buffers and pages always are): a quarter
+	 * of the emulated instructions of a byte loop, ~1 ms less per 32 KiB page in QEMU (issue 33). */
+	if (((adr | (uint32_t)buf | sz) & 3u) == 0) {
+		volatile uint32_t *dw = (volatile uint32_t *)adr;
+		const uint32_t *sw = (const uint32_t *)buf;
+		for (; i < sz / 4u; i++)
+			dw[i] = sw[i];
+		i *= 4u;
+	}
+	for (; i < sz; i++)
 		dst[i] = buf[i];
+#ifdef FLIP_AT
+	if (FLIP_AT - adr < sz)
+		dst[FLIP_AT - adr] ^= 1u;
 #endif
 #endif
 	return 0;
