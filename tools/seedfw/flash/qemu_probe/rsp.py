@@ -15,6 +15,7 @@ import re
 import select
 import socket
 import time
+from collections import Counter
 
 from ...errors import SeedfwError
 
@@ -29,6 +30,11 @@ POLL_WAIT = 0.001  # seconds poll_stop waits for a stop reply (see there)
 # runs. pyOCD sets ~5 and reads ~3 registers around every flash-algo call, one `p`/`P` each before
 # (issue 33).
 G_REGS = 16
+
+
+# Packets sent by every RspClient of this process, by command letter (bench/flash_throughput.py
+# prints them: round trips are what a stub-backed probe pays for, and they do not vary with load).
+SENT: Counter = Counter()
 
 
 class RspError(SeedfwError):
@@ -106,6 +112,7 @@ class RspClient:
 
     # -- framing ------------------------------------------------------------------------------
     def _send(self, payload: bytes) -> None:
+        SENT[payload[:1].decode("latin-1")] += 1
         body = _escape(payload)
         self.sock.sendall(b"$" + body + b"#" + _checksum(body))
 
