@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from .rsp import RspClient, RspError
+from .rsp import G_REGS, RspClient, RspError
 
 DHCSR, DCRSR, DCRDR, DEMCR = 0xE000EDF0, 0xE000EDF4, 0xE000EDF8, 0xE000EDFC
 DFSR, AIRCR = 0xE000ED30, 0xE000ED0C
@@ -70,6 +70,9 @@ class DebugRegisters:
         for name in ("r0", "sp", "lr", "pc", "xpsr"):
             if name not in self.regnums:
                 raise RspError(f"gdbstub target.xml lacks register {name}; not an M-profile QEMU?")
+        if all(self.regnums.get(f"r{n}") == n for n in range(13)) and self.regnums["sp"] == 13 \
+                and self.regnums["lr"] == 14 and self.regnums["pc"] == 15:
+            rsp.g_regs = G_REGS  # r0-r15 are the first 16 words of `g`: cache them (rsp.G_REGS)
         self.control = 0
         self.debugen = False
         self.maskints = False

@@ -25,10 +25,11 @@ from ...errors import SeedfwError
 # of a 128 KiB write + readback; docs/measurements/2026-12-03-flash.md).
 CHUNK = 2032
 POLL_WAIT = 0.001  # seconds poll_stop waits for a stop reply (see there)
-# r0-r15 lead QEMU's `g`/`G` block on Arm (4 bytes each). While the target is stopped they are
-# cached: one `g` serves every read, writes are gathered and go out as one `G` before the target
-# runs. pyOCD sets ~5 and reads ~3 registers around every flash-algo call, one `p`/`P` each before
-# (issue 33).
+# r0-r15 lead QEMU's `g`/`G` block on 32-bit Arm (4 bytes each). With `g_regs = G_REGS` (set by
+# the M-profile probe once target.xml confirmed that layout; off by default, AArch64's block is
+# x0-x30 of 8 bytes) they are cached while the target is stopped: one `g` serves every read,
+# writes are gathered and go out as one `G` before the target runs. pyOCD sets ~5 and reads ~3
+# registers around every flash-algo call, one `p`/`P` each before (issue 33).
 G_REGS = 16
 
 
@@ -91,7 +92,8 @@ class RspClient:
         self._ack = True
         self.running = False
         self.last_stop = b""
-        self._gblock: bytearray | None = None  # the `g` block while stopped (see G_REGS)
+        self.g_regs = 0  # registers 0..g_regs-1 go through the cached `g` block (see G_REGS)
+        self._gblock: bytearray | None = None
         self._gdirty = False
         self.command(b"qSupported:multiprocess-;swbreak+;hwbreak+;qRelocInsn-;xmlRegisters=arm")
         # A stop reply that arrived before the qSupported answer means the guest was running when we
@@ -231,8 +233,9 @@ class RspClient:
     def _block(self) -> bytearray:
         if self._gblock is None:
             block = bytes.fromhex(self.checked(b"g").decode())
-            if len(block) < 4 * G_REGS:
-                raise RspError(f"gdbstub at {self.address}: `g` gave {len(block)} bytes, fewer than r0-r15")
+            if len(block) < 4 * self.g_regs:
+                raise RspError(f"gdbstub at {self.address}: `g` gave {len(block)} bytes, fewer than "
+                               f"{self.g_regs} registers")
             self._gblock = bytearray(block)
         return self._gblock
 
@@ -246,13 +249,13 @@ class RspClient:
         self._gblock = None
 
     def read_register(self, num: int) -> int:
-        if num < G_REGS:
+        if num < self.g_regs:
             return int.from_bytes(self._block()[4 * num:4 * num + 4], "little")
         reply = self.checked(b"p%x" % num)
         return int.from_bytes(bytes.fromhex(reply.decode()), "little")
 
     def write_register(self, num: int, value: int, size: int = 4) -> None:
-        if num < G_REGS and size == 4:
+        if num < self.g_regs and size == 4:
             self._block()[4 * num:4 * num + 4] = value.to_bytes(4, "little")
             self._gdirty = True
             return
