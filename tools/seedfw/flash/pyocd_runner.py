@@ -190,6 +190,7 @@ def crc_verified(target, addr: int, data: bytes) -> int:
     if list(crcs) != expected:
         return 0
     for start, end in ((addr, first), (last, addr + len(data))):
-        if end > start and bytes(target.read_memory_block8(start, end - start)) != data[start - addr:end - addr]:
+        if end > start and \
+                bytes(target.read_memory_block8(start, end - start)) != data[start - addr:end - addr]:
             return 0
     return last - first
