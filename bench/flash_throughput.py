@@ -3,8 +3,9 @@
 
 Reference (same run, same QEMU build): writing and reading back the same bytes with bare GDB-stub
 `M`/`m` packets — the floor any probe layered on the stub can reach. Measured: seconds and KiB/s of
-both, and the ratio (pyOCD path / reference). Image: the MCU firmware padded with seeded random
-bytes to --size, so it still boots after the flash.
+both, the ratio (pyOCD path / reference) and, counted, the GDB packets each sent (last run; counts
+do not vary with host load, times do). Image: the MCU firmware padded with seeded random bytes to
+--size, so it still boots after the flash.
 
     python3 bench/flash_throughput.py [--size 131072] [--repeat 3]
 """
@@ -31,6 +32,7 @@ def main() -> int:
     from seedfw import boards
     from seedfw.lab.inventory import QemuGdbTarget
     from seedfw.flash.pyocd_runner import PyocdRunner
+    from seedfw.flash.qemu_probe import rsp as rspmod
     from seedfw.flash.qemu_probe.rsp import RspClient
 
     board = boards.get("mps2-an385")
@@ -48,15 +50,19 @@ def main() -> int:
         for _ in range(args.repeat):
             with QemuGdbTarget(board, extra_args=["-icount", "shift=3"]) as q:
                 rsp = RspClient("127.0.0.1", q.port)
+                rspmod.SENT.clear()
                 t0 = time.perf_counter()
                 rsp.write_memory(0, image)
                 assert rsp.read_memory(0, len(image)) == image
                 ref.append(time.perf_counter() - t0)
+                ref_packets = dict(rspmod.SENT)
                 rsp.close()
             with QemuGdbTarget(board, extra_args=["-icount", "shift=3"]) as q:
+                rspmod.SENT.clear()
                 t0 = time.perf_counter()
                 res = PyocdRunner(board, q.uid, target="seedfw_mps2_an385", log=lambda *_: None).flash(img)
                 ours.append(time.perf_counter() - t0)
+                our_packets = dict(rspmod.SENT)
                 assert res.verified_bytes == len(image)
     kib = len(image) / 1024
     r, o = min(ref), min(ours)
@@ -64,6 +70,10 @@ def main() -> int:
     print(f"reference  raw stub M+m       {r:7.3f} s  {kib / r:8.1f} KiB/s")
     print(f"seedfw     pyOCD flash+verify {o:7.3f} s  {kib / o:8.1f} KiB/s  (incl. connect, erase, reset)")
     print(f"ratio      {o / r:.2f}x the reference time")
+    # counted, not timed: the same on a quiet or a loaded host
+    for name, sent in (("reference", ref_packets), ("seedfw", our_packets)):
+        kinds = " ".join(f"{k}:{n}" for k, n in sorted(sent.items(), key=lambda kv: -kv[1]))
+        print(f"packets    {name:9s} {sum(sent.values()):4d}  ({kinds})")
     return 0
 
 

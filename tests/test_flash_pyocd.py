@@ -102,6 +102,63 @@ def test_flash_negative_control_fails_verify(mcu, board):
         f"(address 0x00000000): expected {image[0]:#04x}, read 0xff ({ndiff} of {len(image)} bytes differ)")
 
 
+def _padded_image(mcu, tmp_path, size=100_000):
+    """The firmware padded with seeded random bytes: three whole 32 KiB pages (checked by CRC on the
+    target) and a 1,696-byte tail (read back)."""
+    import random
+
+    fw = (mcu / "mcu.bin").read_bytes()
+    rng = random.Random(33)
+    image = fw + bytes(rng.getrandbits(8) for _ in range(size - len(fw)))
+    path = tmp_path / "padded.bin"
+    path.write_bytes(image)
+    return path, image
+
+
+@pytest.mark.slow
+def test_verify_by_target_crc_covers_whole_pages(mcu, board, tmp_path):
+    """Whole pages are verified by pyOCD's CRC32 analyzer on the target, the tail by readback; an
+    independent stub readback agrees with the image."""
+    from seedfw.run.bench import QemuGdbTarget
+    from seedfw.flash.pyocd_runner import PyocdRunner
+    from seedfw.flash.qemu_probe.rsp import RspClient
+
+    path, image = _padded_image(mcu, tmp_path)
+    lines = []
+    with QemuGdbTarget(board, extra_args=QEMU_ARGS) as q:
+        result = PyocdRunner(board, q.uid, target="seedfw_mps2_an385", log=lines.append).flash(path)
+        rsp = RspClient("127.0.0.1", q.port)
+        readback = rsp.read_memory(0, len(image))
+        rsp.close()
+    assert result.verified_bytes == len(image) == 100_000
+    assert any(line.endswith("(98304 by CRC32 on the target, 1696 read back): the target holds the image")
+               for line in lines), lines
+    assert readback == image
+
+
+@pytest.mark.slow
+def test_verify_catches_one_flipped_byte_inside_a_crc_page(mcu, board, tmp_path):
+    """Negative control for the CRC path: an algorithm that writes every byte but flips bit 0 of the
+    one at 0x9123 (inside the second whole page). pyOCD reports success; the on-target CRC of that
+    page differs, and the readback names the byte."""
+    from seedfw.run.bench import QemuGdbTarget
+    from seedfw.flash.pyocd_runner import PyocdRunner
+    from seedfw.flash.targets.mps2_an385 import target_class_for_algo
+
+    flip = tmp_path / "algo" / "algo-flip.elf"
+    subprocess.run(["make", "-s", "-C", str(ROOT / "firmware/mcu/flashalgo"), f"O={flip.parent}",
+                    "CROSS_COMPILE=arm-none-eabi-", str(flip)], check=True, capture_output=True)
+    target_class_for_algo("seedfw_mps2_an385_flip", flip)
+    path, image = _padded_image(mcu, tmp_path)
+    with QemuGdbTarget(board, extra_args=QEMU_ARGS) as q:
+        with pytest.raises(SeedfwError) as err:
+            PyocdRunner(board, q.uid, target="seedfw_mps2_an385_flip", log=lambda *_: None).flash(path)
+    assert err.value.line() == (
+        f"{path}: verify: readback differs from the image: first mismatch at offset 0x9123 "
+        f"(address 0x00009123): expected {image[0x9123]:#04x}, read {image[0x9123] ^ 1:#04x} "
+        f"(1 of {len(image)} bytes differ)")
+
+
 @pytest.mark.slow
 def test_pyocd_cli_flash_breakpoint_and_step(mcu, board):
     """Plain `pyocd flash` reaches the plug-in by UID prefix; then breakpoint + step via the API."""
@@ -153,4 +210,5 @@ def test_invoke_flash_with_bench(mcu, tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert f"uart: {BANNER}" in res.stdout
-    assert "verified" in res.stdout and "readback matches the image" in res.stdout
+    assert "verified 1992 bytes in " in res.stdout
+    assert "s (read back): the target holds the image" in res.stdout

@@ -15,6 +15,23 @@ def test_rsp_escape_roundtrip_and_checksum():
     assert b"#" not in rsp._escape(raw)[1:] and rsp._checksum(b"OK") == b"9a"
 
 
+def test_rsp_hex_packets_pass_through_and_special_bytes_still_escape():
+    """The fast path (no per-byte loop) leaves a hex packet as it is; one special byte anywhere
+    still takes the escaping path (the negative control)."""
+    hexed = b"M20000000,4:" + bytes(range(256)).hex().encode()
+    assert rsp._escape(hexed) == hexed and rsp._unescape(hexed) == hexed
+    for special in b"#$}*":
+        raw = hexed + bytes((special,))
+        assert rsp._escape(raw) == hexed + bytes((0x7D, special ^ 0x20))
+    assert rsp._unescape(b"ab}\x03cd") == b"ab#cd"  # 0x03 ^ 0x20 is "#"
+
+
+def test_rsp_chunk_fits_qemu_packet_size():
+    """QEMU 7.2 announces PacketSize=1000 (4096 characters) and drops a longer packet: the largest
+    `M` this client sends (highest address, full chunk) must fit."""
+    assert len(b"$M%x,%x:" % (0xFFFFFFFF, rsp.CHUNK) + b"00" * rsp.CHUNK + b"#00") < 0x1000
+
+
 def test_rsp_run_length_decoding():
     assert rsp._unescape(b"0* ") == b"0" * 4  # ' ' is 32: 32 - 29 = 3 more repeats
 

@@ -8,12 +8,14 @@
  * Position independent by construction: no globals, no literal addresses of code or data (the build
  * links the blob at two addresses and checks the bytes are identical).
  * BROKEN_PROGRAM builds the negative control: ProgramPage reports success and writes nothing.
+ * FLIP_AT=<address> builds the subtler one (tests only, not in `all`): every byte lands except the
+ * one at that address, which is written with its lowest bit flipped.
  */
 #include <stdint.h>
 
 #define FLASH_BASE   0x00000000u
 #define FLASH_SIZE   0x00040000u
-#define SECTOR_SIZE  0x00001000u
+#define SECTOR_SIZE  0x00008000u /* = page size; why 32 KiB: targets/mps2_an385.py */
 #define ERASED_WORD  0xFFFFFFFFu
 
 /* Entry points keep the CMSIS names so the symbol table maps them to pyOCD's pc_* keys. */
@@ -71,8 +73,22 @@ int ProgramPage(uint32_t adr, uint32_t sz, const uint8_t *buf)
 	(void)buf;
 #else
 	volatile uint8_t *dst = (volatile uint8_t *)adr;
-	for (uint32_t i = 0; i < sz; i++)
+	uint32_t i = 0;
+	/* Word stores when everything is aligned (pyOCD's page buffers and pages always are): a quarter
+	 * of the emulated instructions of a byte loop, ~1 ms less per 32 KiB page in QEMU (issue 33). */
+	if (((adr | (uint32_t)buf | sz) & 3u) == 0) {
+		volatile uint32_t *dw = (volatile uint32_t *)adr;
+		const uint32_t *sw = (const uint32_t *)buf;
+		for (; i < sz / 4u; i++)
+			dw[i] = sw[i];
+		i *= 4u;
+	}
+	for (; i < sz; i++)
 		dst[i] = buf[i];
+#ifdef FLIP_AT
+	if (FLIP_AT - adr < sz)
+		dst[FLIP_AT - adr] ^= 1u;
+#endif
 #endif
 	return 0;
 }

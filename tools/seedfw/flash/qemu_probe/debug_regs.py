@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from .rsp import RspClient, RspError
+from .rsp import G_REGS, RspClient, RspError
 
 DHCSR, DCRSR, DCRDR, DEMCR = 0xE000EDF0, 0xE000EDF4, 0xE000EDF8, 0xE000EDFC
 DFSR, AIRCR = 0xE000ED30, 0xE000ED0C
@@ -70,6 +70,9 @@ class DebugRegisters:
         for name in ("r0", "sp", "lr", "pc", "xpsr"):
             if name not in self.regnums:
                 raise RspError(f"gdbstub target.xml lacks register {name}; not an M-profile QEMU?")
+        if all(self.regnums.get(f"r{n}") == n for n in range(13)) and self.regnums["sp"] == 13 \
+                and self.regnums["lr"] == 14 and self.regnums["pc"] == 15:
+            rsp.g_regs = G_REGS  # r0-r15 are the first 16 words of `g`: cache them (rsp.G_REGS)
         self.control = 0
         self.debugen = False
         self.maskints = False
@@ -95,9 +98,10 @@ class DebugRegisters:
         pc = self.rsp.read_register(self.regnums["pc"])
         hit = pc in self.planted and (pc == self.temporary or pc in self._fpb_addresses())
         self.dfsr |= DFSR_BKPT if hit else DFSR_HALTED
-        if self.temporary is not None:
-            self._unplant(self.temporary)
-            self.temporary = None
+        # The temporary breakpoint stays planted: pyOCD calls the same algo again and again with the
+        # same return address, and planting + removing it on every call cost 3 of the ~12 stub round
+        # trips per call (Z1, z1 and reading the BKPT back; issue 33). It goes when a resume has
+        # another LR (resume) or when memory under it is rewritten (forget_code_at).
 
     def halt(self) -> None:
         if self.rsp.running:
@@ -110,13 +114,15 @@ class DebugRegisters:
         # pyOCD's flash algo (and its function calls in general) return to a BKPT at LR; QEMU would
         # take a HardFault there instead of halting, so a stub breakpoint stands in for it.
         lr = self.rsp.read_register(self.regnums["lr"]) & ~1
-        try:
-            insn = int.from_bytes(self.rsp.read_memory(lr, 2), "little")
-        except RspError:
-            insn = 0
-        if insn & 0xFF00 == 0xBE00 and lr not in self.planted:
-            self._plant(lr)
-            self.temporary = lr
+        if lr != self.temporary:
+            self.drop_temporary()
+            try:
+                insn = int.from_bytes(self.rsp.read_memory(lr, 2), "little")
+            except RspError:
+                insn = 0
+            if insn & 0xFF00 == 0xBE00 and lr not in self.planted:
+                self._plant(lr)
+                self.temporary = lr
         self.retired = True
         self.rsp.cont()
 
@@ -136,7 +142,8 @@ class DebugRegisters:
         vector = int.from_bytes(self.rsp.read_memory(4, 4), "little") & ~1
         deadline = time.monotonic() + 2.0
         while self.rsp.read_register(self.regnums["pc"]) != vector and time.monotonic() < deadline:
-            time.sleep(0.005)
+            time.sleep(0.0005)  # one stub round trip per poll; QEMU resets within a few
+            self.rsp.forget_registers()  # the PC changes behind the stub: read it afresh
         self.reset_st = True
         self.control = 0
         self.shadow = {REG_PSP: 0, REG_CFBP: 0}
@@ -146,6 +153,18 @@ class DebugRegisters:
             self.resume()
 
     # -- breakpoints --------------------------------------------------------------------------
+    def drop_temporary(self) -> None:
+        """Remove the breakpoint kept at a flash algo's return BKPT (the guest must be stopped)."""
+        if self.temporary is not None:
+            self._unplant(self.temporary)
+            self.temporary = None
+
+    def forget_code_at(self, addr: int, length: int) -> None:
+        """Memory at [addr, addr+length) is being rewritten: the BKPT the temporary breakpoint stood
+        for may be gone, so the next resume must look again."""
+        if self.temporary is not None and addr <= self.temporary < addr + length:
+            self.drop_temporary()
+
     def _plant(self, addr: int) -> None:
         self.rsp.breakpoint(addr, True)
         self.planted.add(addr)
@@ -301,7 +320,7 @@ class StoppedWhile:
         rsp = self.regs.rsp
         if not rsp.running:
             return self
-        if rsp.poll_stop():
+        if rsp.poll_stop(0):
             self.regs._stopped()  # it stopped by itself (breakpoint): a real stop
             return self
         reply = rsp.halt()

@@ -1,6 +1,7 @@
 """Minimal GDB Remote Serial Protocol client for QEMU's gdbstub.
 
-Only what the probe needs: memory (`m`/`M`), single registers (`p`/`P`), run control (`c`, `s`,
+Only what the probe needs: memory (`m`/`M`), registers (`g`/`G` for r0-r15, cached while stopped;
+`p`/`P` for the rest), run control (`c`, `s`,
 ^C), hardware breakpoints (`Z1`/`z1`), monitor commands (`qRcmd`) and target.xml. QEMU 7.2 does not
 support QStartNoAckMode, so packets are acknowledged with `+` (handled transparently).
 
@@ -14,10 +15,27 @@ import re
 import select
 import socket
 import time
+from collections import Counter
 
 from ...errors import SeedfwError
 
-CHUNK = 1024  # bytes per m/M packet; QEMU's PacketSize is 4096 characters
+# Bytes per m/M packet. QEMU 7.2 announces PacketSize=1000 (hex: 4096 characters) and silently drops
+# a longer packet; "Mffffffff,7f0:" plus 2 x 2032 hex digits is 4078. Every m/M costs one round trip,
+# so the biggest chunk that fits is the cheapest (measured 2026-12-03: 1024 -> 2032 halves the packets
+# of a 128 KiB write + readback; docs/measurements/2026-12-03-flash.md).
+CHUNK = 2032
+POLL_WAIT = 0.001  # seconds poll_stop waits for a stop reply (see there)
+# r0-r15 lead QEMU's `g`/`G` block on 32-bit Arm (4 bytes each). With `g_regs = G_REGS` (set by
+# the M-profile probe once target.xml confirmed that layout; off by default, AArch64's block is
+# x0-x30 of 8 bytes) they are cached while the target is stopped: one `g` serves every read,
+# writes are gathered and go out as one `G` before the target runs. pyOCD sets ~5 and reads ~3
+# registers around every flash-algo call, one `p`/`P` each before (issue 33).
+G_REGS = 16
+
+
+# Packets sent by every RspClient of this process, by command letter (bench/flash_throughput.py
+# prints them: round trips are what a stub-backed probe pays for, and they do not vary with load).
+SENT: Counter = Counter()
 
 
 class RspError(SeedfwError):
@@ -29,6 +47,8 @@ def _checksum(data: bytes) -> bytes:
 
 
 def _escape(data: bytes) -> bytes:
+    if b"#" not in data and b"$" not in data and b"}" not in data and b"*" not in data:
+        return data  # hex memory writes never need escaping: skip the per-byte loop
     out = bytearray()
     for b in data:
         if b in b"#$}*":
@@ -39,6 +59,8 @@ def _escape(data: bytes) -> bytes:
 
 
 def _unescape(data: bytes) -> bytes:
+    if b"}" not in data and b"*" not in data:
+        return data  # the common case (hex memory replies): no per-byte loop in Python
     out = bytearray()
     i = 0
     while i < len(data):
@@ -70,6 +92,9 @@ class RspClient:
         self._ack = True
         self.running = False
         self.last_stop = b""
+        self.g_regs = 0  # registers 0..g_regs-1 go through the cached `g` block (see G_REGS)
+        self._gblock: bytearray | None = None
+        self._gdirty = False
         self.command(b"qSupported:multiprocess-;swbreak+;hwbreak+;qRelocInsn-;xmlRegisters=arm")
         # A stop reply that arrived before the qSupported answer means the guest was running when we
         # connected and QEMU paused it for us (see command()).
@@ -79,12 +104,17 @@ class RspClient:
 
     def close(self) -> None:
         try:
+            self.forget_registers()  # registers set but not yet written must still reach the target
+        except (RspError, OSError):
+            pass
+        try:
             self.sock.close()
         except OSError:
             pass
 
     # -- framing ------------------------------------------------------------------------------
     def _send(self, payload: bytes) -> None:
+        SENT[payload[:1].decode("latin-1")] += 1
         body = _escape(payload)
         self.sock.sendall(b"$" + body + b"#" + _checksum(body))
 
@@ -139,10 +169,12 @@ class RspClient:
 
     # -- run control --------------------------------------------------------------------------
     def cont(self) -> None:
+        self.forget_registers()
         self._send(b"c")
         self.running = True
 
     def step(self) -> bytes:
+        self.forget_registers()
         self._send(b"s")
         self.running = True
         return self.wait_stop(self.timeout)
@@ -153,12 +185,15 @@ class RspClient:
         self.sock.sendall(b"\x03")
         return self.wait_stop(self.timeout)
 
-    def poll_stop(self) -> bool:
-        """True when the running target has stopped (a stop reply is waiting or arrived)."""
+    def poll_stop(self, wait: float = POLL_WAIT) -> bool:
+        """True when the running target has stopped (a stop reply is waiting or arrives within `wait`
+        seconds). Why wait at all: pyOCD polls DHCSR in a tight loop while a flash-algo call runs; a
+        zero timeout spun ~1000 times per flash, taking the CPU from the very QEMU it waits for on a
+        2-core host. select() returns the moment the stop reply lands, so waiting costs no latency."""
         if not self.running:
             return True
         try:
-            self.wait_stop(0)
+            self.wait_stop(wait)
         except TimeoutError:
             return False
         return True
@@ -195,11 +230,38 @@ class RspClient:
             if self.checked(b"M%x,%x:%s" % (addr + off, len(part), part.hex().encode())) != b"OK":
                 raise RspError(f"memory write at {addr + off:#x} failed")
 
+    def _block(self) -> bytearray:
+        if self._gblock is None:
+            block = bytes.fromhex(self.checked(b"g").decode())
+            if len(block) < 4 * self.g_regs:
+                raise RspError(f"gdbstub at {self.address}: `g` gave {len(block)} bytes, fewer than "
+                               f"{self.g_regs} registers")
+            self._gblock = bytearray(block)
+        return self._gblock
+
+    def forget_registers(self) -> None:
+        """Write gathered register writes back (one `G`) and drop the cache: call before the target
+        runs or resets, and before re-reading a register that may have changed behind the stub."""
+        if self._gdirty:
+            self._gdirty = False
+            if self.checked(b"G" + self._gblock.hex().encode()) != b"OK":
+                raise RspError("register block write failed")
+        self._gblock = None
+
     def read_register(self, num: int) -> int:
+        if num < self.g_regs:
+            return int.from_bytes(self._block()[4 * num:4 * num + 4], "little")
         reply = self.checked(b"p%x" % num)
         return int.from_bytes(bytes.fromhex(reply.decode()), "little")
 
     def write_register(self, num: int, value: int, size: int = 4) -> None:
+        if num < self.g_regs and size == 4:
+            self._block()[4 * num:4 * num + 4] = value.to_bytes(4, "little")
+            self._gdirty = True
+            return
+        # A register outside the block: the block goes first, so a later `G` cannot put back the
+        # copy of this register it was read with.
+        self.forget_registers()
         if self.checked(b"P%x=%s" % (num, value.to_bytes(size, "little").hex().encode())) != b"OK":
             raise RspError(f"register {num} write failed")
 
@@ -210,6 +272,7 @@ class RspClient:
 
     def monitor(self, text: str) -> str:
         """Run a QEMU monitor command (`qRcmd`, hex-encoded); returns its console output."""
+        self.forget_registers()  # a command may reset the machine
         self._send(b"qRcmd," + text.encode().hex().encode())
         out = b""
         while True:

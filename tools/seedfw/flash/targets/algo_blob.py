@@ -61,7 +61,9 @@ def make_flash_algo(blob: bytes, offsets: dict[str, int], *, load_address: int, 
     """pyOCD flash_algo dict for `blob` loaded at `load_address`.
 
     RAM layout after the blob: stack (grows down to the blob's end), then two page buffers so pyOCD
-    can double-buffer (program one page while loading the next).
+    can double-buffer (program one page while loading the next), then pyOCD's own CRC32 analyzer
+    (it needs 0x600 bytes): with it pyOCD's smart flash compares pages by a CRC computed on the
+    target instead of partial reads, and the runner verifies by CRC instead of reading every byte back.
     """
     words = list(struct.unpack(f"<{len(blob) // 4}I", blob))
     code_end = (load_address + len(blob) + 0xFF) & ~0xFF
@@ -75,7 +77,8 @@ def make_flash_algo(blob: bytes, offsets: dict[str, int], *, load_address: int, 
         "page_buffers": [stack_top, stack_top + page_size],
         "static_base": code_end,  # unused: the algo has no static data (checked by its Makefile)
         "min_program_length": 4,
-        "analyzer_supported": False,
+        "analyzer_supported": True,
+        "analyzer_address": stack_top + 2 * page_size,
     }
     for name, key in ENTRY_POINTS.items():
         if name in offsets:

@@ -1,9 +1,15 @@
 """pyOCD target `seedfw_mps2_an385`: Cortex-M3 MPS2 AN385 with a RAM-backed flash region.
 
 Properties:
-    flash region: 0x0-0x40000, 4 KiB sectors and pages (board/mps2-an385/board.yaml `pyocd.flash`)
+    flash region: 0x0-0x40000, 32 KiB sectors and pages (board/mps2-an385/board.yaml `pyocd.flash`)
     RAM: 0x20000000, 4 MiB; the flash algo runs from ALGO_BASE (above the firmware's 64 KiB SRAM)
     algo: firmware/mcu/flashalgo (checked-in blob in mps2_an385_algo.py)
+
+Why 32 KiB: the "flash" is SSRAM, so the sector size is the algorithm's choice, and every algo call
+costs ~12 GDB-stub round trips (registers, breakpoint, continue, stop); 4 KiB sectors made 64 calls
+for a 128 KiB image, 32 KiB make 8 (issue 33, docs/measurements/2026-12-03-flash.md). An image
+smaller than a sector still costs one erase + one program call; pyOCD keeps the sector's unwritten
+bytes (keep_unwritten) by reading them back first.
 
 `target_class_for_algo(name, elf)` makes a variant from another algo ELF (the tests' broken
 ProgramPage negative control) and registers it under `name`.
@@ -21,7 +27,7 @@ from .algo_blob import make_flash_algo, read_algo_elf
 
 FLASH_BASE = 0x00000000
 FLASH_SIZE = 0x00040000
-SECTOR_SIZE = 0x1000
+SECTOR_SIZE = 0x8000  # = firmware/mcu/flashalgo/algo.c SECTOR_SIZE; why 32 KiB: the docstring
 RAM_BASE = 0x20000000
 RAM_SIZE = 0x00400000
 ALGO_BASE = 0x20100000  # well clear of the firmware's SRAM use (0x20000000-0x20010000)
