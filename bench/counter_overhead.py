@@ -12,7 +12,8 @@ Ways, each booted --runs times, interleaved (one boot of each way per round), me
 The counts of every boot of `before` and `after` are compared (the plug-in's JSON): an
 optimisation that changes a count fails the bench. Left out of the comparison, by design: the
 "excluded" bucket (U-Boot's virtio-blk completion poll, which spins at the host's pace — a faster
-plug-in makes it spin fewer times) and "blocks" (block executions, which include the poll's);
+plug-in makes it spin fewer times), "after_stop" (the tail after the power-off request, which
+varies too) and "blocks" (block executions, which include the poll's);
 the bench prints their spread over the boots of each way. Times are the emulator's on this host, not
 board time.
 
@@ -66,7 +67,7 @@ def with_plugin(args: list[str], so: Path, extra: str = "") -> list[str]:
 def counted_part(raw: dict):
     """The plug-in's document without what is host-paced by design (see the top)."""
     if isinstance(raw, dict):
-        return {k: counted_part(v) for k, v in raw.items() if k not in ("blocks", "excluded")}
+        return {k: counted_part(v) for k, v in raw.items() if k not in ("blocks", "excluded", "after_stop")}
     if isinstance(raw, list):
         return [counted_part(v) for v in raw]
     return raw
