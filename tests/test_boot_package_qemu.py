@@ -45,3 +45,43 @@ def test_a_corrupted_package_fails_the_boot(qemu_aarch64_build, tmp_path):
     lines = uart_lines(out, "bad-boot.log")
     assert "model digits sha256 BAD" in lines
     assert lines[-1] == "pkg: FAILED, 1 errors"
+
+
+@pytest.fixture(scope="module")
+def sha2_build(tmp_path_factory):
+    frag = tmp_path_factory.mktemp("frag") / "sha2.fragment"
+    frag.write_text("CONFIG_PAYLOAD_SHA256_ARMV8=y\n")
+    return builds.build_board("qemu-aarch64", tmp_path_factory, [frag])
+
+
+def counted_payload(outdir, what):
+    from seedfw.counters import emulated
+
+    board = boards.get("qemu-aarch64")
+    f = emulated.default_file(outdir, what)
+    qemu.run(board, outdir, timeout=300, echo=lambda s: None,
+             extra_args=emulated.qemu_args(board, outdir, f), log=outdir / "logs" / f"{what}.log")
+    return emulated.collect(board, outdir, f, what)["readings"]["phases"]["payload"]["instructions"]
+
+
+@pytest.mark.slow
+def test_sha2_payload_verifies_the_same_package_in_fewer_instructions(sha2_build,
+                                                                     qemu_aarch64_build, tmp_path):
+    """PAYLOAD_SHA256_ARMV8=y: the payload carries the SHA2 instructions (the default build none),
+    prints the lines the host expects, fails a corrupted twin, and its counted payload phase
+    is shorter than the portable build's (emulated instruction counts)."""
+    import subprocess
+
+    out = sha2_build.outdir
+    for build, want in ((sha2_build, 16), (qemu_aarch64_build, 0)):
+        dis = subprocess.run(["aarch64-linux-gnu-objdump", "-d", str(build.outdir / "images/bl33.elf")],
+                             capture_output=True, text=True, check=True).stdout
+        assert dis.count("\tsha256h\t") == want
+    assert boot(out, "sha2-boot.log").returncode == 0
+    expected = json.loads((out / "images" / "images.json").read_text())["package"]["expected_boot_lines"]
+    assert uart_lines(out, "sha2-boot.log") == expected and expected[-1] == "pkg: ok"
+    bad = builds.copy_with_corrupted_model(sha2_build, tmp_path / "out")
+    with pytest.raises(SeedfwError):
+        boot(bad, "bad-boot.log")
+    assert "model digits sha256 BAD" in uart_lines(bad, "bad-boot.log")
+    assert counted_payload(out, "sha2") < counted_payload(qemu_aarch64_build.outdir, "portable") / 2

@@ -1,5 +1,19 @@
-/* SHA-256 per FIPS 180-4, written for seedfw's boot-package check. */
+/*
+ * SHA-256 per FIPS 180-4, written for seedfw's boot-package check.
+ *
+ * Two block functions, one chosen at build time: with the ARMv8 SHA2 instructions available to
+ * the compiler (-march=armv8-a+crypto or +sha2: the ACLE macro __ARM_FEATURE_SHA2), the
+ * SHA256H/H2/SU0/SU1 one; otherwise portable C. Build time, not run time, because the payload
+ * runs before anything could probe ID_AA64ISAR0_EL1 safely and the target's CPU is known from
+ * its configuration. The SIMD build needs FP/SIMD access enabled (CPACR_EL1.FPEN) and must not
+ * be compiled with -mgeneral-regs-only.
+ */
 #include "sha256.h"
+
+#if defined(__aarch64__) && defined(__ARM_FEATURE_SHA2)
+#include <arm_neon.h>
+#define SEEDFW_SHA256_CE 1
+#endif
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -11,6 +25,37 @@ static const uint32_t K[64] = {
 	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
 	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
+
+#ifdef SEEDFW_SHA256_CE
+const char seedfw_sha256_impl[] = "armv8-sha2";
+
+/* One block with the SHA2 instructions: four rounds per SHA256H/SHA256H2 pair, the message
+ * schedule four words at a time with SHA256SU0/SU1. vld1q_u8 loads bytes, so any alignment works
+ * under -mstrict-align as the portable code does. */
+static void compress(uint32_t s[8], const uint8_t *p)
+{
+	uint32x4_t abcd = vld1q_u32(&s[0]), efgh = vld1q_u32(&s[4]);
+	const uint32x4_t abcd0 = abcd, efgh0 = efgh;
+	uint32x4_t m[4];
+
+	for (int i = 0; i < 4; i++)	/* the message is big-endian words */
+		m[i] = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 16 * i)));
+#pragma GCC unroll 16
+	for (int i = 0; i < 16; i++) {
+		uint32x4_t wk = vaddq_u32(m[i & 3], vld1q_u32(&K[4 * i]));
+		uint32x4_t prev = abcd;
+
+		abcd = vsha256hq_u32(abcd, efgh, wk);
+		efgh = vsha256h2q_u32(efgh, prev, wk);
+		if (i < 12)	/* W[4i+16..] from W[4i..], W[4i+4..], W[4i+8..], W[4i+12..] */
+			m[i & 3] = vsha256su1q_u32(vsha256su0q_u32(m[i & 3], m[(i + 1) & 3]),
+			                           m[(i + 2) & 3], m[(i + 3) & 3]);
+	}
+	vst1q_u32(&s[0], vaddq_u32(abcd, abcd0));
+	vst1q_u32(&s[4], vaddq_u32(efgh, efgh0));
+}
+#else
+const char seedfw_sha256_impl[] = "portable";
 
 static uint32_t ror(uint32_t x, unsigned n) { return (x >> n) | (x << (32 - n)); }
 
@@ -33,6 +78,7 @@ static void compress(uint32_t s[8], const uint8_t *p)
 	}
 	s[0] += a; s[1] += b; s[2] += c; s[3] += d; s[4] += e; s[5] += f; s[6] += g; s[7] += h;
 }
+#endif
 
 void seedfw_sha256_init(struct seedfw_sha256 *ctx)
 {

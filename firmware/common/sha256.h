@@ -16,5 +16,7 @@ void seedfw_sha256_init(struct seedfw_sha256 *ctx);
 void seedfw_sha256_update(struct seedfw_sha256 *ctx, const void *data, size_t len);
 void seedfw_sha256_final(struct seedfw_sha256 *ctx, uint8_t digest[32]);
 void seedfw_sha256(const void *data, size_t len, uint8_t digest[32]);
+/* Which block function this build has: "armv8-sha2" or "portable" (see sha256.c). */
+extern const char seedfw_sha256_impl[];
 
 #endif

@@ -7,6 +7,20 @@
 	.global _start
 	.type _start, %function
 _start:
+#ifdef PAYLOAD_FP_SIMD
+	/* The SHA2 build of sha256.c uses SIMD registers: no FP/SIMD trap at EL1 (CPACR_EL1.FPEN
+	 * = 0b11) and, entered at EL2, none to EL2 either (CPTR_EL2.TFP = 0). */
+	mrs	x9, CurrentEL
+	cmp	x9, #(2 << 2)
+	b.ne	4f
+	mrs	x9, cptr_el2
+	bic	x9, x9, #(1 << 10)
+	msr	cptr_el2, x9
+4:	mrs	x9, cpacr_el1
+	orr	x9, x9, #(3 << 20)
+	msr	cpacr_el1, x9
+	isb
+#endif
 	ldr	x9, =__stack_top
 	mov	sp, x9
 

@@ -87,6 +87,12 @@ struct bucket {
 struct block {
 	uint64_t vaddr;
 	uint64_t n_insns;
+	/* The classification of this block, valid while `epoch` equals the global one: a block's
+	 * phase depends only on `reached` and on which ranges are known, and both change a handful
+	 * of times per boot, so the phase search runs once per block and epoch, not per execution. */
+	uint64_t epoch;
+	int phase;
+	bool excluded;
 };
 
 static struct region regions[MAX_REGIONS];
@@ -104,6 +110,17 @@ static int cur_bucket[MAX_VCPUS];
 static bool cur_excluded[MAX_VCPUS];
 static int reached = -1;
 static bool stopped;
+/* Bumped whenever `reached` grows or a relocated range is learned (see struct block); starts at
+ * 1 so a fresh block (epoch 0) is never taken for classified. */
+static uint64_t epoch = 1;
+/* Relocated phases whose range is not learned yet: while any is, a block that no candidate
+ * claims may still be claimed by learn_relocation, which depends on the vCPU's current phase,
+ * so such a result is not cached. */
+static int unknown_relocs;
+/* Whether regions overlap: only when none do can a vCPU's last hit be tried first (first match
+ * wins otherwise). */
+static bool regions_disjoint;
+static int last_target[MAX_VCPUS];
 static struct bucket counts[MAX_VCPUS][BUCKETS];
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -205,6 +222,7 @@ static bool parse_arg(char *arg)
 		    !parse_u64(f[2], &p->landing))
 			return false;
 		p->pa = phases[p->from].pa;
+		unknown_relocs++;
 		n_phases++;
 		return true;
 	}
@@ -266,6 +284,8 @@ static int learn_relocation(int cur, uint64_t pc)
 		p->start = phases[cur].start + off;
 		p->end = phases[cur].end + off;
 		p->known = true;
+		unknown_relocs--;
+		epoch++;
 		return i;
 	}
 	return -1;
@@ -288,9 +308,33 @@ static bool excluded(int phase, uint64_t pc)
 	return false;
 }
 
+/* The phase of a block and whether it is excluded, by the rule at the top (the slow path). */
+static int classify(int prev, uint64_t pc, bool *excl, bool *cacheable)
+{
+	int any;
+	int ph = phase_of(pc, &any);
+
+	*cacheable = ph >= 0 || unknown_relocs == 0;
+	/* A relocated copy is learned before a later phase's wide range (user space) may claim
+	 * the block; only then does a phase that is not next in sequence win. */
+	if (ph < 0 && prev < n_phases)
+		ph = learn_relocation(prev, pc);
+	if (ph < 0)
+		ph = any;
+	if (ph >= 0) {
+		phases[ph].entered = true;
+		if (ph > reached) {
+			reached = ph;
+			epoch++;
+		}
+	}
+	*excl = ph >= 0 && excluded(ph, pc);
+	return ph >= 0 ? ph : OTHER;
+}
+
 static void block_exec(unsigned int vcpu, void *udata)
 {
-	const struct block *b = udata;
+	struct block *b = udata;
 	int v = vcpu % MAX_VCPUS;
 
 	if (have_stop && b->vaddr == stop_addr)
@@ -298,23 +342,22 @@ static void block_exec(unsigned int vcpu, void *udata)
 	if (stopped) {
 		cur_bucket[v] = AFTER_STOP;
 		cur_excluded[v] = false;
+	} else if (b->epoch == epoch) {
+		cur_bucket[v] = b->phase;
+		cur_excluded[v] = b->excluded;
 	} else {
-		int prev = cur_bucket[v], any;
-		int ph = phase_of(b->vaddr, &any);
+		bool excl, cacheable;
+		int ph = classify(cur_bucket[v], b->vaddr, &excl, &cacheable);
 
-		/* A relocated copy is learned before a later phase's wide range (user space) may
-		 * claim the block; only then does a phase that is not next in sequence win. */
-		if (ph < 0 && prev < n_phases)
-			ph = learn_relocation(prev, b->vaddr);
-		if (ph < 0)
-			ph = any;
-		if (ph >= 0) {
-			phases[ph].entered = true;
-			if (ph > reached)
-				reached = ph;
+		cur_bucket[v] = ph;
+		cur_excluded[v] = excl;
+		/* Cached under the epoch after classify: if it moved the epoch, the result already
+		 * reflects the new state. */
+		if (cacheable) {
+			b->phase = ph;
+			b->excluded = excl;
+			b->epoch = epoch;
 		}
-		cur_bucket[v] = ph >= 0 ? ph : OTHER;
-		cur_excluded[v] = ph >= 0 && excluded(ph, b->vaddr);
 	}
 	struct bucket *bk = &counts[v][cur_bucket[v]];
 
@@ -325,11 +368,18 @@ static void block_exec(unsigned int vcpu, void *udata)
 	bk->blocks++;
 }
 
-static int target_of(uint64_t addr)
+static int target_of(int v, uint64_t addr)
 {
+	int last = last_target[v];
+
+	/* Most accesses hit the region the previous one did (code runs from one place, its data
+	 * and stack sit in one DRAM range); with disjoint regions that hit is the first match. */
+	if (regions_disjoint && last < n_regions && addr - regions[last].base < regions[last].size &&
+	    addr >= regions[last].base)
+		return last;
 	for (int i = 0; i < n_regions; i++)
 		if (addr >= regions[i].base && addr - regions[i].base < regions[i].size)
-			return i;
+			return last_target[v] = i;
 	return UNMAPPED;
 }
 
@@ -358,7 +408,8 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
 		addr = hw ? qemu_plugin_hwaddr_phys_addr(hw) : UINT64_MAX;
 	}
 	struct bucket *bk = &counts[v][b];
-	struct access *a = cur_excluded[v] ? &bk->x_to[target_of(addr)] : &bk->to[target_of(addr)];
+	int t = target_of(v, addr);
+	struct access *a = cur_excluded[v] ? &bk->x_to[t] : &bk->to[t];
 	uint64_t size = 1ull << qemu_plugin_mem_size_shift(info);
 
 	if (qemu_plugin_mem_is_store(info)) {
@@ -374,7 +425,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
 	/* One small record per translation; QEMU keeps the pointer for the block's lifetime and
-	 * offers no free hook, so a retranslated block leaks 16 bytes (bounded by the boot). */
+	 * offers no free hook, so a retranslated block leaks 40 bytes (bounded by the boot). */
 	struct block *b = malloc(sizeof(*b));
 	(void)id;
 
@@ -382,6 +433,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		abort();
 	b->vaddr = qemu_plugin_tb_vaddr(tb);
 	b->n_insns = n;
+	b->epoch = 0;
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec, QEMU_PLUGIN_CB_NO_REGS, b);
 	for (size_t i = 0; i < n; i++)
 		qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i), mem_access,
@@ -502,6 +554,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	}
 	for (int v = 0; v < MAX_VCPUS; v++)
 		cur_bucket[v] = OTHER;
+	regions_disjoint = true;
+	for (int i = 0; i < n_regions; i++)
+		for (int j = i + 1; j < n_regions; j++)
+			if (regions[i].base < regions[j].base + regions[j].size &&
+			    regions[j].base < regions[i].base + regions[i].size)
+				regions_disjoint = false;
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;

@@ -78,6 +78,8 @@ class PayloadPart(Part):
             "UART_BASE": hex((board.uart or {}).get("base", 0)),
             **self.package_vars(board),
         }
+        if ctx.values.get("PAYLOAD_SHA256_ARMV8"):     # kconfig: the SHA2-instruction build
+            out["SHA256"] = "armv8"
         if self.compress(ctx):
             region = board.region("bl33")
             out["RODATA_ADDR"] = hex(region.base + region.size // RODATA_OFFSET_DIVISOR)
