@@ -41,6 +41,7 @@ SIZE_CAPS = {
     "json": 16 * MIB,          # manifests, reports, RKNN metadata
     "yaml": 4 * MIB,           # board.yaml, models.yaml, dvfs.yaml, case files
     "kconfig": 4 * MIB,        # .config, fragments
+    "its": 1 * MIB,            # a FIT source (.its): a few KiB, its blobs are /incbin/ files
 }
 
 # Structure caps: counts and totals a file can declare. Over a cap = one error line.
@@ -114,6 +115,13 @@ def read_input(path, kind: str = "image"):
         raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
     finally:
         os.close(fd)
+
+
+def open_input(path, kind: str = "image"):
+    """(unbuffered binary file, fstat size) of a regular file within SIZE_CAPS[kind], for
+    readers that stream it in chunks (the FIT writer) rather than map it."""
+    fd, size = _open_regular(Path(path), kind)
+    return os.fdopen(fd, "rb", buffering=0), size
 
 
 def read_bytes(path, kind: str) -> bytes:
