@@ -87,7 +87,7 @@ def parse_its(text: str, source, base: Path | None = None, resolve=None) -> ItsN
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise SeedfwError(f"unsupported .its syntax at {text[pos:pos + 20]!r}", source,
+            raise SeedfwError(f"unsupported .its syntax at {text[pos:pos + 20].split(chr(10))[0]!r}", source,
                               f"line {line}")
         if not m.group(0).isspace():
             tokens.append((m, line))
@@ -179,7 +179,7 @@ def _pad(n: int) -> int:
     return (n + 3) & ~3
 
 
-def _hash_nodes(root: ItsNode) -> dict[int, ItsNode]:
+def _hash_nodes(root: ItsNode, source="FIT") -> dict[int, ItsNode]:
     """{id(hash node): its image node} — the nodes mkimage gives a `value`."""
     images = next((c for c in root.children if c.name == "images"), None)
     out = {}
@@ -190,12 +190,12 @@ def _hash_nodes(root: ItsNode) -> dict[int, ItsNode]:
             algo = dict(sub.props).get("algo", b"").rstrip(b"\0").decode(errors="replace")
             if algo not in HASH_LEN:
                 raise SeedfwError(f"hash node '{image.name}/{sub.name}' has algo '{algo}': only "
-                                  f"sha256 is written here", "FIT", "algo")
+                                  f"sha256 is written here", source, "algo")
             if "value" in dict(sub.props):
                 raise SeedfwError(f"hash node '{image.name}/{sub.name}' already has a value",
-                                  "FIT", "value")
+                                  source, "value")
             if "data" not in dict(image.props):
-                raise SeedfwError(f"image '{image.name}' has no data", "FIT", "data")
+                raise SeedfwError(f"image '{image.name}' has no data", source, "data")
             out[id(sub)] = image
     return out
 
@@ -213,11 +213,11 @@ class _Strings:
         return at
 
 
-def layout(root: ItsNode):
+def layout(root: ItsNode, source="FIT"):
     """(header, pieces, strings, total, (timestamp name offset, value name offset)): pieces are
     bytes, an Incbin, ("data", image id, value) for data that is hashed, ("timestamp", None) and
     ("value", image id) for what mkimage adds."""
-    hashes = _hash_nodes(root)
+    hashes = _hash_nodes(root, source)
     hashed = {id(img) for img in hashes.values()}
     strings = _Strings()
     pieces: list = []
@@ -261,16 +261,16 @@ def layout(root: ItsNode):
     while dtc_total + grow < need:
         grow += GROW
         if grow >= GROW_LIMIT:
-            raise SeedfwError("FIT properties do not fit mkimage's 64 KiB growth limit", "FIT")
+            raise SeedfwError("FIT properties do not fit mkimage's 64 KiB growth limit", source)
     total = dtc_total + grow
     header = struct.pack(">10I", MAGIC, total, 56, 56 + size_struct, 40, 17, 16, 0, size_strings,
                          size_struct) + b"\0" * 16
     return header, pieces, bytes(strings.table), total, (ts_off, value_off)
 
 
-def write(root: ItsNode, target, epoch: int) -> int:
+def write(root: ItsNode, target, epoch: int, source="FIT") -> int:
     """Write the FIT of `root` at `target` (a path the caller makes atomic); its size."""
-    header, pieces, strings, total, (ts_off, value_off) = layout(root)
+    header, pieces, strings, total, (ts_off, value_off) = layout(root, source)
     digests: dict[int, bytes] = {}
     buf = bytearray(header)
     written = 0
@@ -338,4 +338,4 @@ def write_its(its, target, epoch: int, resolve=None) -> int:
     """Parse the .its file `its` (its /incbin/ files relative to it) and write the FIT."""
     its = Path(its)
     root = parse_its(read_text(its, "its"), its, its.parent, resolve)
-    return write(root, target, epoch)
+    return write(root, target, epoch, its)
