@@ -248,3 +248,21 @@ def test_stats_speed_prints_both_ratios_and_verdicts(tmp_path):
     verdicts = [ln for ln in out.splitlines() if ln.startswith(("process", "in-process"))]
     assert len(verdicts) == 2 and all(("PASS" in v) != ("FAIL" in v) for v in verdicts), out
     assert p.returncode == (1 if any("FAIL" in v for v in verdicts) else 0)
+
+
+# ---------------------------------------------------------------- bench/fit_pack.py
+
+def test_fit_pack_prints_both_tools_ratio_and_verdict(tmp_path):
+    """One quick run at 1 MiB: mkimage and seedfw both timed with peak RSS, their FITs equal
+    (the bench stops on a differing sha256), the ratio printed and the exit status its verdict."""
+    p = subprocess.run([sys.executable, "bench/fit_pack.py", "--sizes", "1", "--runs", "1",
+                        "--dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    out = p.stdout
+    assert "1 MiB blob, FIT 2,099,356 bytes" in out and "(identical, sha256)" in out, out
+    lines = [ln for ln in out.splitlines() if "peak RSS" in ln]
+    assert [ln.split()[0] for ln in lines] == ["mkimage", "seedfw"]
+    assert "time ratio" in lines[1] and out.splitlines()[-1] in ("fit_pack: PASS", "fit_pack: FAIL")
+    assert p.returncode == (0 if out.endswith("PASS\n") else 1)
+    assert list(tmp_path.iterdir()) == []          # its work directory is removed

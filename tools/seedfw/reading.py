@@ -21,9 +21,7 @@ for any file up to 256 MiB; a bytes copy plus the slices the readers took used t
 
 from __future__ import annotations
 
-import hashlib
 import json
-import mmap
 import os
 import re
 import stat
@@ -41,6 +39,7 @@ SIZE_CAPS = {
     "json": 16 * MIB,          # manifests, reports, RKNN metadata
     "yaml": 4 * MIB,           # board.yaml, models.yaml, dvfs.yaml, case files
     "kconfig": 4 * MIB,        # .config, fragments
+    "its": 1 * MIB,            # a FIT source (.its): a few KiB, its blobs are /incbin/ files
 }
 
 # Structure caps: counts and totals a file can declare. Over a cap = one error line.
@@ -109,11 +108,19 @@ def read_input(path, kind: str = "image"):
     try:
         if size == 0:
             return b""
+        import mmap              # here: most readers (stats, the FIT writer) never map
         return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
     except OSError as exc:
         raise SeedfwError(f"cannot read: {exc.strerror}", path) from None
     finally:
         os.close(fd)
+
+
+def open_input(path, kind: str = "image"):
+    """(unbuffered binary file, fstat size) of a regular file within SIZE_CAPS[kind], for
+    readers that stream it in chunks (the FIT writer) rather than map it."""
+    fd, size = _open_regular(Path(path), kind)
+    return os.fdopen(fd, "rb", buffering=0), size
 
 
 def read_bytes(path, kind: str) -> bytes:
@@ -212,6 +219,7 @@ class View:
         return memoryview(self.buf)[self.start:self.end]
 
     def digest(self, algo: str) -> bytes:
+        import hashlib           # here, not at the top: _hashlib costs ~2 ms of every start-up
         h = hashlib.new(algo)
         mv = memoryview(self.buf)
         for at in range(self.start, self.end, 4 * MIB):     # bounded chunks, no copy
@@ -444,6 +452,7 @@ def _numbered(found, first: int):
 
 def digest_file(path, kind: str = "log", algo: str = "sha256") -> tuple[int, str]:
     """(size, hex digest) of a regular file within SIZE_CAPS[kind], hashed in LOG_CHUNK reads."""
+    import hashlib
     h = hashlib.new(algo)
     path = Path(path)
     fd, _size = _open_regular(path, kind)

@@ -86,7 +86,7 @@ def stats(c, target, output=None, top="10", json=False, diff=None):
     """Print ELF section, segment and symbol sizes.
 
     ELF section/segment/symbol sizes (ROM/RAM classes as Zephyr's size_report); --diff for growth."""
-    from .. import stats as elfstats, util
+    from .. import jsonout, stats as elfstats, util
     from ..stats import diff as stats_diff
     from ..reading import plain
     if not str(top).isdigit() or not 1 <= int(top) <= 100000:
@@ -108,12 +108,12 @@ def stats(c, target, output=None, top="10", json=False, diff=None):
                   file=sys.stderr)
         diffs = [stats_diff.diff_stats(b, n, top=None if json else top) for b, n in pairs]
         if json:
-            print(jsonlib.dumps({"schema": stats_diff.DIFF_SCHEMA, "diffs": diffs}, indent=2))
+            print(jsonout.dumps({"schema": stats_diff.DIFF_SCHEMA, "diffs": diffs}))
         else:
             print("\n\n".join(stats_diff.format_diff(d, top) for d in diffs))
         return
     if json:
-        print(jsonlib.dumps(elfstats.stats_document(results), indent=2))
+        print(jsonout.dumps(elfstats.stats_document(results)))   # = json.dumps(indent=2), faster
     else:
         print("\n\n".join(elfstats.format_stats(r, top) for r in results))
 

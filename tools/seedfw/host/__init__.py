@@ -74,6 +74,8 @@ NEEDS: list[Need] = [
     # Reference compressors for the ratio benchmark
     Need("lz4", "lz4", "bench: reference LZ4 CLI"),
     Need("zstd", "zstd", "bench: second reference compressor"),
+    # Measuring
+    Need("/usr/bin/time", "time", "bench: peak RSS of a child (bench/fit_pack.py)", "file"),
     # Boards
     Need("rkdeveloptool", "rkdeveloptool", "flash: RK3588 in maskrom (rockusb)"),
     # Search

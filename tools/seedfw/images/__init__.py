@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from ..dvfs import hints as dvfs_hints
-from .. import models
 from ..paths import ROOT
 from ..util import write_json
 from . import fit, package
@@ -39,6 +37,10 @@ def collect_entries(config_values: dict, board, images_dir: str | Path,
                     firmware_paths: Mapping[str, str | Path], elf_paths=(),
                     log: str | Path | None = None) -> list[Entry]:
     """firmware (in the given order), DVFS table, OPP fragment, models (manifest order)."""
+    # Imported here, not at the top: they pull in YAML and pyelftools (~50 ms), which the
+    # readers and writers of this package (fit_stream, inspect, fdt) do not need.
+    from .. import models
+    from ..dvfs import hints as dvfs_hints
     outs = dvfs_hints.build_outputs(board, config_values, images_dir, elf_paths, log=log)
     entries: list[Entry] = [e for n, p in firmware_paths.items() for e in firmware_entries(board, n, p)]
     entries.append(DvfsEntry("dvfs", outs["bin"].read_bytes()))  # door: written above

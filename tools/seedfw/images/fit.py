@@ -1,11 +1,12 @@
-"""FIT image: generate the .its from the entries, run `mkimage -f`, optionally sign.
+"""FIT image: generate the .its from the entries, write it (seedfw.images.fit_stream, the bytes
+`mkimage -f` writes, streamed), or for a signed image run `mkimage -f -k`.
 
 One image node per entry, each with a sha256 hash node; one configuration (`conf-1`) naming the
 first firmware entry as `firmware`, the DT fragment as `fdt`, everything else as `loadables`.
 This is what U-Boot-based boards (rk3588) load.
 
-Reproducible: mkimage stamps `timestamp` (and signature timestamps) from SOURCE_DATE_EPOCH, which
-we always set; the data files are referenced with relative /incbin/ paths from a work directory,
+Reproducible: the writer (and mkimage, for signed images) stamps `timestamp` (and signature
+timestamps) from SOURCE_DATE_EPOCH, which we always set; the data files are referenced with relative /incbin/ paths from a work directory,
 so no absolute path reaches the image.
 
 Signing (Kconfig IMAGE_SIGN): `mkimage -k <keydir> -r` signs conf-1 with RSA-2048/SHA-256 using
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from ..errors import SeedfwError
 from ..util import atomic_path, run, source_date_epoch, write_bytes, write_text
+from . import fit_stream
 from .entries import T_FDT, T_FIRMWARE, T_MODEL, Entry
 
 SIGN_ALGO = "sha256,rsa2048"
@@ -85,8 +87,6 @@ def build(entries: list[Entry], target: str | Path, *, description: str,
           partition_size: int | None = None, log: str | Path | None = None) -> Path:
     """Write the FIT at `target` (atomically) and its source next to it (`<target>.its`, for
     reading; its /incbin/ files are temporary). Signs when key_dir is given."""
-    if not shutil.which("mkimage"):
-        raise SeedfwError("mkimage not found (u-boot-tools; run 'invoke setup')")
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".fit-", dir=target.parent) as tmpdir:
@@ -96,11 +96,26 @@ def build(entries: list[Entry], target: str | Path, *, description: str,
 
 def _build_in(entries, target, work, description, key_dir, key_name, pubkey_dtb, required,
               partition_size, log):
-    names = {}
-    for i, e in enumerate(entries):
-        names[e.name] = f"{i:02d}-{e.name}.bin"
-        write_bytes(work / names[e.name], e.data)
+    names = {e.name: f"{i:02d}-{e.name}.bin" for i, e in enumerate(entries)}
     signing = key_dir is not None
+    if not signing:
+        # Unsigned: no copies of the blobs, no mkimage (issue 33, bench/fit_pack.py); the
+        # bytes are mkimage's (tests/test_fit_stream.py).
+        text = make_its(entries, description, names)
+        write_text(target.with_name(target.name + ".its"), text)  # door: the .its this build wrote
+        data = {names[e.name]: e.data for e in entries}
+        root = fit_stream.parse_its(text, target.name + ".its", resolve=data.__getitem__)
+        with atomic_path(target) as tmp:
+            size = fit_stream.write(root, tmp, source_date_epoch())
+            _check_size(size, partition_size, target)
+        if log:
+            with open(log, "a") as f:
+                f.write(f"seedfw fit_stream: {target} {size} bytes\n")
+        return target
+    if not shutil.which("mkimage"):
+        raise SeedfwError("mkimage not found (u-boot-tools; run 'invoke setup')")
+    for e in entries:
+        write_bytes(work / names[e.name], e.data)
     if signing:
         key_name = key_name or "dev"
         key_dir = Path(key_dir).resolve()
@@ -128,8 +143,11 @@ def _build_in(entries, target, work, description, key_dir, key_name, pubkey_dtb,
                 cmd += ["-r"]
         cmd.append(str(tmp.resolve()))
         run(cmd, cwd=work, env=env, log=log)
-        size = tmp.stat().st_size
-        if partition_size is not None and size > partition_size:
-            raise SeedfwError(f"FIT image is {size} bytes, over the partition limit of "
-                              f"{partition_size} bytes (0x{partition_size:x})", target)
+        _check_size(tmp.stat().st_size, partition_size, target)
     return target
+
+
+def _check_size(size, partition_size, target):
+    if partition_size is not None and size > partition_size:
+        raise SeedfwError(f"FIT image is {size} bytes, over the partition limit of "
+                          f"{partition_size} bytes (0x{partition_size:x})", target)

@@ -3,7 +3,7 @@ of the Python fuzz campaigns (seedfw.fuzz.pyfuzz), the originals the hostile-inp
 bit-flip sweep mutate (tests/test_hostile_inputs.py, tests/test_bitflip.py), the bench's inputs.
 
 Why not full builds: a qemu/rk3588 build takes minutes; these take well under a second each and
-use the same writers the build uses (package.encode, fit.build → mkimage, dvfs.encode, the
+use the same writers the build uses (package.encode, fit.build → fit_stream, dvfs.encode, the
 lz4blk container writer, models_synth) — only the GPT and the RKNS idblock are assembled here
 (genimage and binman are the build's writers; their layouts are read back by gpt.py/idblock.py
 and defined once in firmware/include/seedfw/rkns.h).

@@ -163,8 +163,10 @@ def _steps(ctx) -> list:
         # In a FIT a script image's data is the script text itself (`source addr:boot`).
         (work / "boot.cmd").write_text(script(ctx, size))
         (work / "os.its").write_text(its(ctx.board.name, release))
-        plan_mod.run_command(["mkimage", "-f", "os.its", name(ctx)], cwd=work, log=step.log,
-                             env={"SOURCE_DATE_EPOCH": str(util.source_date_epoch())})
+        # Streamed (seedfw.images.fit_stream): the kernel and initramfs are copied and hashed
+        # once, never held whole in memory; the bytes are what `mkimage -f os.its` writes.
+        from ..images import fit_stream
+        fit_stream.write_its(work / "os.its", work / name(ctx), util.source_date_epoch())
         ctx.progress(f"  os-fit: {name(ctx)} {(work / name(ctx)).stat().st_size:,} bytes "
                      f"(kernel, initramfs {size:,} bytes, boot script, OPP overlay)")
         step.install({out: work / name(ctx), overlay: work / OVERLAY})
