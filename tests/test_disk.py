@@ -26,7 +26,9 @@ def test_gpt_layout(rk3588_build):
     table = gpt.parse(disk)
     assert table.ok
     assert [(p.name, p.offset, p.size) for p in table.partitions] == [
-        ("firmware", 16 * MIB, 16 * MIB), ("boot", 32 * MIB, 64 * MIB), ("rootfs", 96 * MIB, 32 * MIB)]
+        ("firmware", 16 * MIB, 16 * MIB), ("boot", 32 * MIB, 64 * MIB),
+        ("rootfs.0", 96 * MIB, 64 * MIB), ("rootfs.1", 160 * MIB, 64 * MIB),
+        ("data", 224 * MIB, 16 * MIB)]            # CONFIG_UPDATE's A/B layout (test_disk_ab.py)
     sd = builds.image(rk3588_build, "u-boot-rockchip.bin").read_bytes()
     assert disk[64 * 512:64 * 512 + len(sd)] == sd             # sector 64, byte-exact
     fit_at = 32 * 1024 + idblock.SD_FIT_OFFSET                  # = 8 MiB: where SPL looks
@@ -68,18 +70,20 @@ def test_inspect_disk_image(rk3588_build):
     names = [r["name"] for r in doc["rows"]]
     assert names[:2] == ["GPT header", "GPT entries"]
     assert [r["name"] for r in doc["rows"] if r["type"] == "partition"] == [
-        "partition 1 firmware", "partition 2 boot", "partition 3 rootfs"]
+        "partition 1 firmware", "partition 2 boot", "partition 3 rootfs.0",
+        "partition 4 rootfs.1", "partition 5 data"]
     assert {"boot@32K/idblock header", "boot@32K/DDR init (TPL)", "boot@32K/U-Boot SPL",
             "boot@32K/u-boot.itb/dvfs", "firmware/dvfs"} <= set(names)
     rows = {r["name"]: r for r in doc["rows"]}
-    assert rows["partition 3 rootfs"]["detail"].endswith("ext4 'rootfs'")
+    assert rows["partition 3 rootfs.0"]["detail"].endswith("ext4 'rootfs'")
+    assert rows["partition 5 data"]["detail"].endswith("ext4 'data'")
     assert rows["partition 2 boot"]["detail"].endswith("ext4 'boot'")
     # Both ext4 partitions file by file (seedfw.images.ext4_list, bounded).
     assert rows["boot:/Image"]["size"] == builds.image(rk3588_build, "Image").stat().st_size
     assert {"boot:/initramfs.cpio", "boot:/extlinux/extlinux.conf", "boot:/rk3588-rock-5b.dtb",
-            "rootfs:/etc", "rootfs:/usr", "rootfs:/lib", "rootfs:/sbin"} <= set(rows)
-    assert rows["rootfs:/etc"]["type"] == "dir" and rows["boot:/Image"]["type"] == "file"
-    assert any(n.startswith("partition rootfs: ext4, ") for n in doc["notes"])
+            "rootfs.0:/etc", "rootfs.0:/usr", "rootfs.0:/lib", "rootfs.0:/sbin"} <= set(rows)
+    assert rows["rootfs.0:/etc"]["type"] == "dir" and rows["boot:/Image"]["type"] == "file"
+    assert any(n.startswith("partition rootfs.0: ext4, ") for n in doc["notes"])
 
 
 @pytest.mark.slow

@@ -133,14 +133,14 @@ def test_a_rootfs_larger_than_a_slot_is_refused():
 
 def test_update_is_refused_at_config_while_raucs_sources_are_missing(tmp_path):
     frag = tmp_path / "update.fragment"
-    frag.write_text("CONFIG_UPDATE=y\n")
+    frag.write_text("CONFIG_UPDATE=y\nCONFIG_UPDATE_RAUC=y\n")
     envv = dict(os.environ, SEEDFW_MIRROR_DIR=str(tmp_path / "empty-mirror"))
     (tmp_path / "empty-mirror").mkdir()
     line = one_error_line(invoke("config", "--board", "rk3588", "--output", tmp_path / "out",
                                  "--fragment", frag, env=envv))
     gone = sources.missing()
     assert gone, "the primary site already holds RAUC's sources: this case cannot be shown here"
-    assert line == (f"error: {frag}:1: CONFIG_UPDATE needs {len(gone)} Buildroot source tarballs "
+    assert line == (f"error: {frag}:2: CONFIG_UPDATE_RAUC needs {len(gone)} Buildroot source tarballs "
                     f"this machine cannot obtain (first: {gone[0]}); put Buildroot's own files "
                     "into $SEEDFW_MIRROR_DIR/buildroot-src/ (checked against Buildroot's .hash), "
                     "see docs/updates.md")
@@ -152,7 +152,7 @@ def test_update_adds_rauc_to_the_buildroot_fragment_when_its_sources_are_there(t
     for _pkg, name in sources.MIRRORED:           # presence is what config checks; fill() hashes
         (mirror / name).write_bytes(b"")
     frag = tmp_path / "update.fragment"
-    frag.write_text("CONFIG_UPDATE=y\n")
+    frag.write_text("CONFIG_UPDATE=y\nCONFIG_UPDATE_RAUC=y\n")
     envv = dict(os.environ, SEEDFW_MIRROR_DIR=str(tmp_path / "mirror"))
     p = invoke("config", "--board", "rk3588", "--output", tmp_path / "out", "--fragment", frag,
                env=envv)
@@ -425,3 +425,35 @@ def test_inspect_of_a_disk_lists_the_slots_and_checks_the_raw_env(tmp_path):
     rows = {r["name"]: r for r in json.loads(p.stdout)["rows"]}
     assert not rows["env0"]["hash_ok"] and rows["env0"]["verdict"] == "bad CRC"
     assert rows["env1"]["hash_ok"]
+
+
+def test_update_with_a_fat_env_is_refused_before_any_step(tmp_path):
+    """qemu-aarch64 declares its env in a FAT partition (board.yaml update.env); seedfw does not
+    write one yet, and says so naming the field instead of a genimage failure mid-build."""
+    from seedfw import parts
+    from seedfw.parts import disk
+    board = boards.get("qemu-aarch64")
+    ctx = parts.context(board, tmp_path, {"UBOOT": True, "UPDATE": True})
+    with pytest.raises(SeedfwError) as err:
+        disk.layout(ctx)
+    assert str(err.value) == (
+        "board/qemu-aarch64/board.yaml: update.env.kind: board qemu-aarch64: CONFIG_UPDATE with a "
+        "'fat' environment is not written by seedfw yet (genimage's vfat needs dosfstools and "
+        "mtools, which this host's setup does not install)")
+    # Negative control: without UPDATE the same board's layout has its single rootfs.
+    ctx = parts.context(board, tmp_path, {"UBOOT": True})
+    assert [p.name for p in disk.layout(ctx) if p.in_table][-1] == "rootfs"
+
+
+def test_the_env_place_is_board_data_and_a_bad_one_names_its_field(tmp_path):
+    rk = boards.get("rk3588")
+    place = slots.env_place(rk.update["env"], rk)
+    assert (place.kind, place.offset, place.redundant_offset, place.size) == \
+        ("raw", 14 << 20, (14 << 20) + 0x8000, 0x8000)
+    with pytest.raises(SeedfwError) as err:
+        slots.env_place({"kind": "raw", "size": 0x8000, "offset": 14 << 20,
+                         "redundant_offset": (14 << 20) + 0x100}, rk)
+    assert err.value.field == "update.env.offset" and "not overlap" in str(err.value)
+    with pytest.raises(SeedfwError) as err:
+        slots.env_place({"kind": "fat", "size": 0x8000}, rk)
+    assert err.value.field == "update.env.partition"

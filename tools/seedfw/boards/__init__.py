@@ -211,6 +211,30 @@ SCHEMA = {
             "type": "string", "pattern": "^[a-z0-9_]+/[a-z0-9_-]+(,[a-z0-9_-]+)*/CONFIG_[A-Z0-9_]+$"}},
         # the board's places on a labgrid farm (seedfw.boards.lab: QEMU or real-board resources)
         "lab": LAB_SCHEMA,
+        # The A/B layout of CONFIG_UPDATE (seedfw.update.slots): the partitions image.partitions'
+        # "rootfs" entry becomes (A, then B: RAUC's slot names; both hold the build's rootfs),
+        # the persistent partition added after them, and where U-Boot keeps its environment:
+        # raw (offset, an optional redundant copy, outside the GPT) or a file in a FAT partition.
+        "update": {
+            "type": "object", "required": ["slots", "data", "env"], "additionalProperties": False,
+            "properties": {
+                "slots": {"type": "array", "minItems": 2, "maxItems": 2, "uniqueItems": True,
+                          "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9.-]{0,35}$"}},
+                "data": {"type": "string", "pattern": "^[a-z0-9][a-z0-9.-]{0,35}$"},
+                "env": {
+                    "type": "object", "required": ["kind", "size"], "additionalProperties": False,
+                    "properties": {
+                        "kind": {"enum": ["raw", "fat"]},
+                        "size": {"type": "integer", "minimum": 64, "maximum": 1 << 20},
+                        "offset": {"type": "integer", "minimum": 0},
+                        "redundant_offset": {"type": "integer", "minimum": 0},
+                        "partition": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
+                        "file": {"type": "string", "pattern": "^[A-Za-z0-9._-]+$"},
+                        "mount": {"type": "string", "pattern": "^(/[a-z0-9_-]+)+$"},
+                    },
+                },
+            },
+        },
     },
 }
 
@@ -279,6 +303,11 @@ class Board:
         """The roles board.yaml's FIT `name` carries (image.fits), () when it names none."""
         fit = next((f for f in self.raw["image"].get("fits") or () if f["name"] == name), None)
         return tuple(fit["roles"]) if fit else ()
+
+    @property
+    def update(self) -> dict | None:
+        """board.yaml's `update:` block (the A/B layout of CONFIG_UPDATE), None without one."""
+        return self.raw.get("update")
 
     @property
     def uboot(self) -> dict:

@@ -8,7 +8,7 @@ and reproducibly, then runs it:
   hosttar.py    GNU tar >= 1.35 (Buildroot's requirement; bookworm has 1.34), built from Debian source
   mirror.py     Buildroot's download dir from Debian origs (verified against Buildroot's .hash files)
                 plus BR2_PACKAGE_OVERRIDE_FILE source overrides where no identical tarball exists
-  rauc.py       the 25 sources RAUC adds (CONFIG_UPDATE): 4 Debian origs, 21 from the mirror
+  rauc.py       the 25 sources RAUC adds (CONFIG_UPDATE_RAUC): 4 Debian origs, 21 from the mirror
   external.py   seedfw's Kconfig menu → a Buildroot defconfig in a generated BR2_EXTERNAL tree
   make.py       `make` in the output dir: log streaming, per-package progress, failure reports
 

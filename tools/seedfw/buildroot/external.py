@@ -61,7 +61,7 @@ def fragment(cfg, known: set[str] | None = None) -> list[str]:
     # rootfs.cpio with the host's mke2fs (Buildroot's ext4 needs host-e2fsprogs, not offline).
     if v.get("BUILDROOT_AGENT"):
         lines.append("BR2_PACKAGE_SEEDFW_AGENT=y")
-    if v.get("UPDATE"):                # RAUC + fw_setenv (seedfw.buildroot.rauc)
+    if v.get("UPDATE_RAUC"):           # RAUC + fw_setenv (seedfw.buildroot.rauc)
         from . import rauc as update_sources
         lines += update_sources.FRAGMENT
     checked = [(f"BR2_{v.get('BUILDROOT_TARGET_CPU') or 'cortex_a53'}", "BUILDROOT_TARGET_CPU")]
@@ -100,7 +100,7 @@ def checked_fragment(cfg, progress=print) -> list[str] | None:
     if not cfg.values.get("BUILDROOT"):
         return None
     fragment(cfg)                            # value errors first: they need no tree
-    if cfg.values.get("UPDATE"):             # RAUC's sources, before any tree is fetched
+    if cfg.values.get("UPDATE_RAUC"):        # RAUC's sources, before any tree is fetched
         from . import rauc as update_sources
         update_sources.check_available(cfg)
     return fragment(cfg, tree.symbols(tree.ensure(progress=progress)))
@@ -131,7 +131,7 @@ def defconfig(cfg, ext: Path, toolchain_path: Path) -> str:
              f'BR2_PACKAGE_OVERRIDE_FILE="$(BR2_EXTERNAL_{NAME}_PATH)/local.mk"',
              f'BR2_ROOTFS_POST_BUILD_SCRIPT="$(BR2_EXTERNAL_{NAME}_PATH)/board/{board}/post-build.sh"',
              f'BR2_ROOTFS_POST_IMAGE_SCRIPT="$(BR2_EXTERNAL_{NAME}_PATH)/board/{board}/post-image.sh"']
-    if cfg.values.get("UPDATE"):             # system.conf, fw_env.config, keyring (seedfw.update)
+    if cfg.values.get("UPDATE_RAUC"):        # system.conf, fw_env.config, keyring (seedfw.update)
         lines.append(f'BR2_ROOTFS_OVERLAY="$(BR2_EXTERNAL_{NAME}_PATH)/board/{board}/update-overlay"')
     return "\n".join(lines) + "\n"
 
@@ -220,7 +220,7 @@ def agent_modules(cfg) -> str:
 def files(cfg, toolchain_path: Path, ext: Path) -> dict[str, str]:
     """{relative path: text} of the whole external tree (named by the OS: see defconfig)."""
     board = cfg.board.os_name
-    if cfg.values.get("UPDATE"):
+    if cfg.values.get("UPDATE_RAUC"):
         from ..update import overlay
         extra = {f"board/{board}/update-overlay/{rel}": text
                  for rel, text in overlay.files(cfg).items()}

@@ -15,8 +15,8 @@ otherwise. No override (another version built in place) is used for them: 7 are 
 libraries that end up in the rootfs, and a version Buildroot does not pin would be a product
 change, not a build detail.
 
-`missing()` is what `invoke config` asks (no tree, no hashing): with UPDATE on and a file
-neither in the primary site nor in the mirror, configuration fails naming CONFIG_UPDATE and
+`missing()` is what `invoke config` asks (no tree, no hashing): with UPDATE_RAUC on and a file
+neither in the primary site nor in the mirror, configuration fails naming CONFIG_UPDATE_RAUC and
 the first missing file, instead of Buildroot failing its download an hour into a build.
 """
 
@@ -71,7 +71,7 @@ MIRRORED = (
     ("python-pyproject-hooks", "pyproject_hooks-1.2.0.tar.gz"),
 )
 
-# What the Buildroot fragment gains with UPDATE (seedfw.buildroot.external.fragment).
+# What the Buildroot fragment gains with UPDATE_RAUC (seedfw.buildroot.external.fragment).
 FRAGMENT = ("BR2_PACKAGE_RAUC=y", "BR2_PACKAGE_LIBUBOOTENV=y")
 
 
@@ -91,17 +91,17 @@ def missing() -> list[str]:
 
 
 def check_available(cfg) -> None:
-    """`invoke config` with UPDATE: one line naming CONFIG_UPDATE and what is missing."""
+    """`invoke config` with UPDATE_RAUC: one line naming CONFIG_UPDATE_RAUC and what is missing."""
     gone = missing()
     if gone:
-        where = cfg.origins.get("UPDATE")
+        where = cfg.origins.get("UPDATE_RAUC")
         raise SeedfwError(
-            f"CONFIG_UPDATE needs {len(gone)} Buildroot source tarballs this machine cannot "
+            f"CONFIG_UPDATE_RAUC needs {len(gone)} Buildroot source tarballs this machine cannot "
             f"obtain (first: {gone[0]}); put Buildroot's own files into "
             "$SEEDFW_MIRROR_DIR/buildroot-src/ (checked against Buildroot's .hash), see "
             "docs/updates.md",
             *((where.file, f"line {where.line}") if where else
-              (Path(cfg.outdir) / ".config", "CONFIG_UPDATE")))
+              (Path(cfg.outdir) / ".config", "CONFIG_UPDATE_RAUC")))
 
 
 def fill(tree: Path, log: Path | None, progress=print) -> list[str]:

@@ -31,4 +31,4 @@ def bundle(c, board=None, output=None, key=None, cert=None, keyring=None, out=No
     print(f"  signed by {rec['signer'] or '?'} ({rec['key']}); rauc info --keyring accepted it "
           f"(keyring sha256 {rec['keyring_sha256'][:23]}…)")
     if not rec["update_in_build"]:
-        print("  note: CONFIG_UPDATE is off in this build: a device flashed from it runs no RAUC")
+        print("  note: CONFIG_UPDATE_RAUC is off in this build: a device flashed from it runs no RAUC")

@@ -209,14 +209,14 @@ class BuildrootPart(Part):
         root = tree.ensure(step.log, say)
         mirror.fill_primary(root, step.log, say)
         mirror.prepare_overrides(root, step.log, say)
-        if ctx is not None and ctx.values.get("UPDATE"):     # RAUC's sources (seedfw.update)
+        if ctx is not None and ctx.values.get("UPDATE_RAUC"):     # RAUC's sources (seedfw.update)
             from ..buildroot import rauc as update_sources
             update_sources.fill(root, step.log, say)
 
     @staticmethod
     def mirror_pins(ctx) -> dict:
         pins = mirror.pins()
-        if ctx.values.get("UPDATE"):
+        if ctx.values.get("UPDATE_RAUC"):
             from ..buildroot import rauc as update_sources
             pins["update"] = update_sources.pins()
         return pins

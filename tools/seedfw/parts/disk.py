@@ -11,7 +11,7 @@ from .. import plan as plan_mod
 from .. import util
 from ..errors import SeedfwError
 from .base import OS_PARTITION_SIZE, Output, Part, Placement
-from .layout import MIB, PARTITION_SIZE, guid, rootfs_cpio, rootfs_size  # noqa: F401
+from .layout import MIB, PARTITION_SIZE, ab_slots, guid, rootfs_cpio, rootfs_size  # noqa: F401
 
 DOC = """Disk image: the SD/eMMC (board boot.storage sd-emmc) or QEMU virtio disk, written by
 genimage as a GPT image, with bmaptool's block map.
@@ -31,6 +31,15 @@ Layout (one definition, `layout()`; tests read it back through seedfw.images.gpt
                 with, for an ext4 root (OS_ROOT_EXT4), the kernel modules and the boot package
                 added (what the parts placed in "rootfs": `rootfs_additions`), else an empty
                 placeholder of 16 MiB
+
+With CONFIG_UPDATE (board.yaml `update:`, seedfw.update.slots) the "rootfs" entry becomes the two
+slots A and B (GPT names from update.slots, UPDATE_SLOT_SIZE each, both holding the same
+rootfs.ext4: the factory state boots A and B is a good fallback until the first install), then
+the persistent "data" partition (an empty ext4 of UPDATE_DATA_SIZE, mounted at /data: the
+rootfs gains that directory), and U-Boot's environment goes where update.env says: raw copies
+outside the table (the factory env of seedfw.update.env: BOOT_ORDER, both counters, the slots'
+PARTUUIDs; CRC-32 checked by `invoke inspect`). The root on the kernel command line is then
+slot A's PARTUUID.
 
 The ext4 file systems are genimage's ext4 type with the host's mke2fs (-d: the tree is copied
 in). The tree is unpacked and staged under fakeroot, and genimage runs in the same fakeroot
@@ -55,7 +64,7 @@ Outputs: images/<board>-disk.img, images/<board>-disk.img.bmap (+ images/rootfs.
 <board>.itb of boards whose image format is not a FIT).
 """
 
-VERSION = "4"            # 4: the ext4 root's modules and boot package; 3: boot.ext4 (rk3588)
+VERSION = "5"            # 5: A/B slots (UPDATE); 4: the ext4 root's modules and boot package
 UBOOT_OFFSET = 32 * 1024
 FIRMWARE_OFFSET = 16 * MIB
 
@@ -115,7 +124,7 @@ def layout(ctx) -> list[Partition]:
         name, roles = e["name"], e["roles"]
         in_table = e.get("in_table", True)
         if e.get("fs") == "ext4" and "rootfs" in roles:
-            parts.append(Partition(name, ROOT_FS, e.get("offset"), None))
+            parts += _root_partitions(ctx, name, e.get("offset"))
             continue
         if e.get("fs") == "ext4":
             filled = bool(_placed(ctx, name, roles))
@@ -128,10 +137,60 @@ def layout(ctx) -> list[Partition]:
         size = e.get("size") if filled else PARTITION_SIZE
         parts.append(Partition(name, image, e.get("offset"), size if in_table else None,
                                in_table, bootable=bool(e.get("bootable")) and filled))
-    return parts
+    return _with_env(ctx, parts)
 
 
 BOOT_FS, ROOT_FS = "boot.ext4", "rootfs.ext4"        # made by genimage, not read from images/
+DATA_FS, DATA_MOUNT = "data.ext4", "/data"
+ENV_FILES = ("uboot-env.bin", "uboot-env-redund.bin")  # written by make() into its inputs
+
+
+def update_plan(ctx):
+    """seedfw.update.slots' plan under CONFIG_UPDATE, else None."""
+    if not ab_slots(ctx):
+        return None
+    from ..update import slots
+    return slots.plan(ctx.board, ctx.values, Path(getattr(ctx, "outdir", ".")))
+
+
+def _root_partitions(ctx, name: str, offset) -> list[Partition]:
+    plan = update_plan(ctx)
+    if plan is None:
+        return [Partition(name, ROOT_FS, offset, None)]
+    if plan.env.kind != "raw":
+        raise SeedfwError(f"board {ctx.board.name}: CONFIG_UPDATE with a '{plan.env.kind}' "
+                          "environment is not written by seedfw yet (genimage's vfat needs "
+                          "dosfstools and mtools, which this host's setup does not install)",
+                          ctx.board.dir / "board.yaml", "update.env.kind")
+    out = [Partition(s.name, ROOT_FS, offset if i == 0 else None, s.size)
+           for i, s in enumerate(plan.slots)]
+    return out + [Partition(plan.data.name, DATA_FS, None, plan.data.size)]
+
+
+def env_images(ctx) -> list[tuple[str, int, bytes]]:
+    """(file, device offset, bytes) of the raw env copies under CONFIG_UPDATE: the first copy
+    current (flag 1), the redundant one obsolete (flag 0), the same variables."""
+    plan = update_plan(ctx)
+    if plan is None or plan.env.kind != "raw":
+        return []
+    from ..update import env
+    e = plan.env
+    red = e.redundant_offset is not None
+    out = [(ENV_FILES[0], e.offset, env.encode(env.default_env(plan), e.size, red, 1))]
+    if red:
+        out.append((ENV_FILES[1], e.redundant_offset,
+                    env.encode(env.default_env(plan), e.size, True, 0)))
+    return out
+
+
+def _with_env(ctx, parts: list[Partition]) -> list[Partition]:
+    """The raw env copies inserted where their offsets fall (genimage wants ascending offsets)."""
+    for name, offset, data in env_images(ctx):
+        raw = Partition(name.removesuffix(".bin"), name, offset, None, in_table=False)
+        at = next((i for i, p in enumerate(parts) if p.offset is not None and p.offset > offset),
+                  len(parts))
+        parts.insert(at, raw)
+    return parts
 
 
 def boot_files(ctx) -> dict[str, str]:
@@ -173,6 +232,10 @@ def genimage_config(ctx) -> str:
     if boot_files(ctx):
         lines += _ext4(BOOT_FS, "boot", OS_PARTITION_SIZE, guid(ctx, "boot-fs"),
                        guid(ctx, "boot-hash-seed"), mountpoint="/boot")
+    plan = update_plan(ctx)
+    if plan is not None:
+        lines += _ext4(DATA_FS, "data", plan.data.size, guid(ctx, "data-fs"),
+                       guid(ctx, "data-hash-seed"), mountpoint=DATA_MOUNT)
     lines += [f"image {disk_name(ctx)} {{", "\thdimage {", '\t\tpartition-table-type = "gpt"',
               f'\t\tdisk-uuid = "{guid(ctx, "disk")}"', "\t}"]
     for p in layout(ctx):
@@ -276,15 +339,21 @@ def make(ctx, work: Path, log, say=lambda m: None) -> dict[Path, Path]:
     if own_fit(ctx):
         fit_path = qemu_fit(ctx, inputs / firmware_image(ctx), log)
         products[ctx.images / firmware_image(ctx)] = fit_path
+    for name, _offset, data in env_images(ctx):
+        (inputs / name).write_bytes(data)
     for p in layout(ctx):
-        if p.image and p.image not in (BOOT_FS, ROOT_FS) and not (inputs / p.image).exists():
+        if p.image and p.image not in (BOOT_FS, ROOT_FS, DATA_FS) and not (inputs / p.image).exists():
             (inputs / p.image).symlink_to(_needed_file(ctx, p.image))
     util.write_text(work / "genimage.cfg", genimage_config(ctx))
     epoch = str(util.source_date_epoch())
     state = work / "fakeroot.state"
     stage_tree(ctx, work / "root", state, log)
-    for name, tree in ((ROOT_FS, work / "root"), (BOOT_FS, work / "root" / "boot")):
+    data = update_plan(ctx) is not None
+    for name, tree in ((ROOT_FS, work / "root"), (BOOT_FS, work / "root" / "boot"),
+                       *(((DATA_FS, work / "root" / DATA_MOUNT.lstrip("/")),) if data else ())):
         skip = {work / "root" / "boot"} if name == ROOT_FS and boot_files(ctx) else set()
+        if name == ROOT_FS and data:
+            skip.add(work / "root" / DATA_MOUNT.lstrip("/"))
         util.write_text(work / f"{name}.times", times_script(tree, skip))
     plan_mod.run_command(["fakeroot", "-i", state, "--", "genimage",
                           "--config", work / "genimage.cfg", "--rootpath", work / "root",
@@ -328,7 +397,8 @@ umask 022
 cd "$1"
 if [ -n "$2" ]; then cpio -idm --quiet --no-absolute-filenames < "$2"; fi
 if [ -n "$3" ]; then tar -x --keep-directory-symlink --no-same-permissions -f "$3"; fi
-shift 3
+if [ -n "$4" ]; then mkdir -p "$4"; fi
+shift 4
 while [ $# -gt 0 ]; do install -D -m 0644 "$1" "$2"; shift 2; done
 """
 
@@ -363,9 +433,10 @@ def stage_tree(ctx, root: Path, state: Path, log) -> None:
         pairs += [_needed_file(ctx, name), f"boot/{dest}"]
     for path, dest in extra:
         pairs += [_needed_file(ctx, path.name), dest]
+    data = DATA_MOUNT.lstrip("/") if update_plan(ctx) is not None else ""   # its mountpoint
     plan_mod.run_command(["fakeroot", "-s", state, "--", "sh", "-c", _STAGE, "stage",
                           root.absolute(), _needed_file(ctx, cpio.name).absolute() if cpio else "",
-                          _needed_file(ctx, tar.name).absolute() if tar else "",
+                          _needed_file(ctx, tar.name).absolute() if tar else "", data,
                           *(Path(x).absolute() if i % 2 == 0 else x for i, x in enumerate(pairs))],
                          log=log)
 
@@ -391,7 +462,8 @@ def times_script(tree: Path, skip=frozenset()) -> str:
 
 
 def _steps(ctx) -> list:
-    rootfs_size(ctx)                 # a bad size fails before any step runs
+    rootfs_size(ctx)                 # a bad size or layout fails before any step runs
+    layout(ctx)
     fit_roles = ctx.board.fit_roles("firmware") if own_fit(ctx) else ()
     held = [r for e in ctx.board.partitions for r in e["roles"]
             if ctx.providers(r) and not (own_fit(ctx) and r == "firmware-fit")
@@ -405,6 +477,7 @@ def _steps(ctx) -> list:
         files = sorted({f for r in needs for f in ctx.files(r)})
         return {"config": genimage_config(ctx), "own_fit": own_fit(ctx),
                 "epoch": util.source_date_epoch(),
+                "env": [(n, o, util.sha256_bytes(d)) for n, o, d in env_images(ctx)],
                 "images": {f.name: util.sha256_file(f) if f.is_file() else None for f in files}}
 
     def run(step):

@@ -41,7 +41,21 @@ def kernel_args(ctx) -> str:
     """The ext4 root's whole kernel command line (extlinux.conf `append`): root by PARTUUID,
     no console= (the DT's stdout-path names it), panic=-1 (a failed boot resets instead of
     hanging)."""
-    return f"root=PARTUUID={guid(ctx, 'part-rootfs')} rootwait panic=-1"
+    return f"root=PARTUUID={guid(ctx, 'part-' + root_partition(ctx))} rootwait panic=-1"
+
+
+def ab_slots(ctx) -> tuple[str, ...] | None:
+    """The slot partitions (A, B) the "rootfs" entry becomes under CONFIG_UPDATE (board.yaml
+    update.slots; seedfw.update.slots), None without the A/B layout."""
+    u = ctx.board.update
+    return tuple(u["slots"]) if ctx.values.get("UPDATE") and u else None
+
+
+def root_partition(ctx) -> str:
+    """The GPT name of the partition the OS's root is on: slot A under CONFIG_UPDATE (the
+    factory env boots A first), else "rootfs"."""
+    slots = ab_slots(ctx)
+    return slots[0] if slots else "rootfs"
 
 
 def rootfs_size(ctx) -> int:

@@ -55,7 +55,7 @@ def release(ctx) -> str:
 
 def partuuid(ctx) -> str:
     from . import layout
-    return layout.guid(ctx, "part-rootfs")
+    return layout.guid(ctx, "part-" + layout.root_partition(ctx))
 
 
 def kernel_args(ctx) -> str:

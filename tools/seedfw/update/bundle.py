@@ -12,7 +12,7 @@ What goes in (docs/updates.md):
 
 Refused before anything is signed, each one line naming the file and field:
   * --board other than the board the output directory was built for (manifest.json board),
-  * a rootfs whose /etc/rauc/system.conf (when the build has UPDATE) names another compatible
+  * a rootfs whose /etc/rauc/system.conf (when the build has UPDATE_RAUC) names another compatible
     than the bundle would carry — RAUC would refuse it on every device,
   * a rootfs image that is not a whole number of 4 KiB blocks (block-hash-index needs it).
 After `rauc bundle`, `rauc info --keyring` reads the bundle back with the CA the devices trust;
@@ -62,7 +62,7 @@ def build_facts(board: str, outdir: Path) -> dict:
     values = load_values(outdir)
     compatible = values.get("UPDATE_COMPATIBLE") or f"seedfw-{board}"
     return {"board": board, "build_id": build_id, "compatible": compatible,
-            "update": bool(values.get("UPDATE"))}
+            "update": bool(values.get("UPDATE_RAUC"))}
 
 
 def rootfs_compatible(rootfs: Path) -> str | None:

@@ -191,16 +191,16 @@ def disk_rows(report, row_cls, view) -> None:
     except SeedfwError:
         return
     names = {p.name: p for p in table.partitions}
-    found = [n for n in ("rootfs.0", "rootfs.1", "data") if n in names]
+    found = [n for n in slots.partition_names() if n in names]
     if found:
         report.notes.append("update slots: " + ", ".join(
             f"{n} {names[n].size >> 20} MiB PARTUUID {names[n].guid}" for n in found))
     if "uboot-env" in names:
         report.notes.append(f"U-Boot env: partition uboot-env (FAT, "
                             f"{names['uboot-env'].size >> 10} KiB)")
-    raw = slots.ENV_PLACES["sd-emmc"]
-    for i, at in enumerate((raw.offset, raw.redundant_offset)):
-        if at is not None and view.has(at, raw.size) and view.peek(at, 4) != b"\0\0\0\0":
-            sub = view.sub(at, raw.size, f"offset 0x{at:x}", "U-Boot env")
-            env_rows(report, row_cls, reading.View(sub.memory(), source=view.source,
-                                                   what="U-Boot env"), f"env{i}", at)
+    for raw in slots.raw_places():            # board.yaml update.env, every board's
+        for i, at in enumerate((raw.offset, raw.redundant_offset)):
+            if at is not None and view.has(at, raw.size) and view.peek(at, 4) != b"\0\0\0\0":
+                sub = view.sub(at, raw.size, f"offset 0x{at:x}", "U-Boot env")
+                env_rows(report, row_cls, reading.View(sub.memory(), source=view.source,
+                                                       what="U-Boot env"), f"env{i}", at)

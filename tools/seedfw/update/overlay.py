@@ -1,4 +1,4 @@
-"""The rootfs overlay UPDATE adds (BR2_ROOTFS_OVERLAY of the generated external tree).
+"""The rootfs overlay UPDATE_RAUC adds (BR2_ROOTFS_OVERLAY of the generated external tree).
 
     etc/rauc/system.conf         slots, keyring, data-directory (seedfw.update.slots)
     etc/rauc/keyring.pem         the CA the device trusts: CONFIG_UPDATE_KEYRING, else this

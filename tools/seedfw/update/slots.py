@@ -9,17 +9,9 @@ partition name, seedfw.parts.layout.guid: the same on every build, so a bundle b
 finds them). "data" is the persistent partition: RAUC's data-directory (its status file) lives
 there, never in a slot, so an install or a rollback cannot lose it.
 
-Where U-Boot keeps its environment (ENV_PLACES, by board.yaml boot.storage). Declared here until
-board.yaml describes partitions as data (the "roles" redesign); then this table moves there:
-  sd-emmc  raw, outside the partition table, between u-boot.itb (8 MiB + ~1.5 MiB) and the
-           firmware partition (16 MiB): two redundant 32 KiB copies at 14 MiB — a power cut
-           during saveenv leaves the other copy valid (fw_setenv writes them alternately)
-  virtio   QEMU virt: the machine's pflash times out on writes (FACTS.md: "buffer write
-           timeout"), so U-Boot 2025.01 keeps it on the virtio disk, in the FAT partition
-           "uboot-env" as the file uboot.env (ENV_IS_IN_FAT), which Linux mounts at
-           /boot/env for fw_setenv. Not redundant: FAT has no second copy; a cut during saveenv
-           loses the counters, U-Boot then uses its default env (BOOT_ORDER "A B", full
-           counters): it boots A, never a half-written slot (docs/updates.md).
+Where U-Boot keeps its environment is board data: board.yaml's `update.env` (schema in
+seedfw.boards), with the reason for each board's choice beside it there (rk3588: two raw
+redundant copies at 14 MiB; qemu-aarch64: a file in a FAT partition, the pflash times out).
 """
 
 from __future__ import annotations
@@ -33,7 +25,6 @@ from ..errors import SeedfwError
 MIB = 1 << 20
 KEYRING = "/etc/rauc/keyring.pem"
 DATA_MOUNT = "/data"
-ENV_SIZE = 0x8000                     # U-Boot's CONFIG_ENV_SIZE on both boards
 
 
 @dataclass(frozen=True)
@@ -41,16 +32,12 @@ class EnvPlace:
     kind: str                          # "raw" | "fat"
     offset: int = 0                    # raw: byte offset on the whole device
     redundant_offset: int | None = None
-    size: int = ENV_SIZE
+    size: int = 0x8000                 # U-Boot's CONFIG_ENV_SIZE
     partition: str = ""                # fat: the partition holding the file
     file: str = ""                     # fat: the file
     mount: str = ""                    # fat: where Linux mounts the partition
 
 
-ENV_PLACES = {
-    "sd-emmc": EnvPlace("raw", offset=14 * MIB, redundant_offset=14 * MIB + ENV_SIZE),
-    "virtio": EnvPlace("fat", partition="uboot-env", file="uboot.env", mount="/boot/env"),
-}
 # The device node the whole disk has on the target, per storage (for a raw env).
 DISK_DEVICE = {"sd-emmc": "/dev/mmcblk0", "virtio": "/dev/vda"}
 
@@ -97,10 +84,12 @@ def guid(board: str, what: str) -> str:
 def plan(board, values: dict, outdir: Path | None = None) -> Plan:
     """The slot plan of `board` (a seedfw.boards.Board) under the configuration `values`."""
     storage = board.boot["storage"]
-    if storage not in ENV_PLACES:
-        raise SeedfwError(f"board {board.name}: no place for a U-Boot environment on "
-                          f"'{storage}' storage (seedfw.update.slots.ENV_PLACES)",
-                          board.dir / "board.yaml", "boot.storage")
+    decl = board.update
+    if not decl or storage not in DISK_DEVICE:
+        raise SeedfwError(f"board {board.name} declares no A/B layout for CONFIG_UPDATE "
+                          "(board.yaml update: slots, data, env)", board.dir / "board.yaml",
+                          "update")
+    env = env_place(decl["env"], board)
     size = size_value(values.get("UPDATE_SLOT_SIZE") or "64M", "UPDATE_SLOT_SIZE", outdir)
     data = size_value(values.get("UPDATE_DATA_SIZE") or "16M", "UPDATE_DATA_SIZE", outdir)
     rootfs = values.get("BUILDROOT_ROOTFS_EXT4_SIZE")
@@ -108,11 +97,55 @@ def plan(board, values: dict, outdir: Path | None = None) -> Plan:
         raise SeedfwError(f"the rootfs ({rootfs}) does not fit a slot of "
                           f"{values.get('UPDATE_SLOT_SIZE')}", (outdir or Path(".")) / ".config",
                           "CONFIG_UPDATE_SLOT_SIZE")
-    slots = tuple(Slot(f"rootfs.{i}", b, guid(board.name, f"part-rootfs.{i}"), size)
-                  for i, b in enumerate("AB"))
+    slots = tuple(Slot(name, b, guid(board.name, f"part-{name}"), size)
+                  for name, b in zip(decl["slots"], "AB"))
     return Plan(board.name, values.get("UPDATE_COMPATIBLE") or f"seedfw-{board.name}", slots,
-                Slot("data", "", guid(board.name, "part-data"), data), ENV_PLACES[storage],
+                Slot(decl["data"], "", guid(board.name, f"part-{decl['data']}"), data), env,
                 storage, int(values.get("UPDATE_BOOT_ATTEMPTS") or 3))
+
+
+def partition_names() -> list[str]:
+    """The slot and data partition names every board declares, in board order."""
+    from .. import boards
+    out: list[str] = []
+    for name in boards.names():
+        u = boards.get(name).update
+        for n in (*u["slots"], u["data"]) if u else ():
+            if n not in out:
+                out.append(n)
+    return out
+
+
+def raw_places() -> list[EnvPlace]:
+    """The raw env places every board declares (`invoke inspect` of a disk knows no board)."""
+    from .. import boards
+    out = []
+    for name in boards.names():
+        b = boards.get(name)
+        if b.update and b.update["env"]["kind"] == "raw":
+            place = env_place(b.update["env"], b)
+            if place not in out:
+                out.append(place)
+    return out
+
+
+def env_place(e: dict, board) -> EnvPlace:
+    """board.yaml update.env as an EnvPlace; a raw place needs its offset, a FAT one its
+    partition, file and mount (one line naming the field otherwise)."""
+    need = ("offset",) if e["kind"] == "raw" else ("partition", "file", "mount")
+    for key in need:
+        if key not in e:
+            raise SeedfwError(f"update.env: a {e['kind']} environment needs '{key}'",
+                              board.dir / "board.yaml", f"update.env.{key}")
+    if e["kind"] == "raw":
+        red = e.get("redundant_offset")
+        if e["offset"] % 512 or (red is not None and (red % 512 or abs(red - e["offset"])
+                                                      < e["size"])):
+            raise SeedfwError("update.env: raw copies must start on a 512-byte sector and "
+                              "not overlap", board.dir / "board.yaml", "update.env.offset")
+        return EnvPlace("raw", offset=e["offset"], redundant_offset=red, size=e["size"])
+    return EnvPlace("fat", size=e["size"], partition=e["partition"], file=e["file"],
+                    mount=e["mount"])
 
 
 def system_conf(p: Plan) -> str:
