@@ -148,9 +148,10 @@ def test_gpt_and_the_boot_partition_read_back(rk_os, tmp_path):
     assert table.ok
     assert [(p.name, p.offset, p.size) for p in table.partitions] == [
         ("firmware", 16 * MIB, 16 * MIB), ("boot", 32 * MIB, 64 * MIB),
-        ("rootfs", 96 * MIB, 32 * MIB)]
-    attrs = [struct.unpack_from("<Q", data, 2 * 512 + 128 * i + 48)[0] for i in range(3)]
-    assert attrs == [0, 4, 0]        # bit 2 (legacy BIOS bootable) on "boot" only: bootstd's pick
+        ("rootfs.0", 96 * MIB, 64 * MIB), ("rootfs.1", 160 * MIB, 64 * MIB),
+        ("data", 224 * MIB, 16 * MIB)]         # CONFIG_UPDATE's A/B layout (test_disk_ab.py)
+    attrs = [struct.unpack_from("<Q", data, 2 * 512 + 128 * i + 48)[0] for i in range(5)]
+    assert attrs == [0, 4, 0, 0, 0]  # bit 2 (legacy BIOS bootable) on "boot" only: bootstd's pick
     sd = builds.image(rk_os, "u-boot-rockchip.bin").read_bytes()
     assert data[64 * 512:64 * 512 + len(sd)] == sd                  # the bootloader beside it
 
@@ -158,7 +159,7 @@ def test_gpt_and_the_boot_partition_read_back(rk_os, tmp_path):
     conf = debugfs(boot, "cat /extlinux/extlinux.conf").decode()
     assert conf == builds.image(rk_os, "extlinux.conf").read_text()
     lines = [line.strip() for line in conf.splitlines()]
-    root = table.partition("rootfs").guid
+    root = table.partition("rootfs.0").guid       # slot A: the factory env boots it
     assert {"default seedfw", "label seedfw", "kernel /Image", "fdt /rk3588-rock-5b.dtb",
             "initrd /initramfs.cpio", f"append root=PARTUUID={root} rootwait panic=-1"} <= set(lines)
     kernel = debugfs(boot, "cat /Image")

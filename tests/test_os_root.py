@@ -148,13 +148,21 @@ def os_parts(rk3588_build, tmp_path_factory):
     return extract_os_parts(rk3588_build, tmp_path_factory.mktemp("os-parts"))
 
 
+def root_name(table) -> str:
+    """The root's partition: slot A of CONFIG_UPDATE's A/B layout (rk3588's default), else the
+    single "rootfs"."""
+    names = [p.name for p in table.partitions]
+    return "rootfs.0" if "rootfs.0" in names else "rootfs"
+
+
 def extract_os_parts(build, d: Path) -> dict:
     """What QEMU virt needs to boot an RK3588-family build's own OS, cut out of its disk image
     (also tests/test_os_rock5a.py)."""
     disk = builds.image(build, f"{build.board}-disk.img")
     boot = _partition(disk, "boot", d / "boot.ext4")
-    parts = {"rootfs": _partition(disk, "rootfs", d / "rootfs.ext4"), "dir": d, "disk": disk,
-             "rootfs_offset": gpt.parse(disk.read_bytes()).partition("rootfs").offset}
+    root = root_name(gpt.parse(disk.read_bytes()))
+    parts = {"rootfs": _partition(disk, root, d / "rootfs.ext4"), "dir": d, "disk": disk,
+             "rootfs_offset": gpt.parse(disk.read_bytes()).partition(root).offset}
     for name in ("Image", "initramfs.cpio", "extlinux/extlinux.conf", fit_verify.OVERLAY):
         parts[name] = d / Path(name).name
         parts[name].write_bytes(_debugfs(boot, f"cat /{name}"))
