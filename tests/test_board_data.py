@@ -59,7 +59,10 @@ def test_rock5a_is_rk3588_with_other_data(tmp_path):
     assert b["UBOOT_DEFCONFIG"] == "rock5a-rk3588s" and a["UBOOT_DEFCONFIG"] == "rock5b-rk3588"
     assert {k: v for k, v in a.items() if a[k] != b.get(k)} == {
         "BOARD": "rk3588", "BOARD_RK3588": True, "UBOOT_DEFCONFIG": "rock5b-rk3588",
-        "MODEL_MANIFEST": "board/rk3588/models.yaml"}
+        "MODEL_MANIFEST": "board/rk3588/models.yaml",
+        # CONFIG_UPDATE's A/B disk: rk3588's defconfig only (rock5a's board.yaml has no update:)
+        **{k: v for k, v in a.items() if k.startswith("UPDATE")}}
+    assert a["UPDATE"] is True and not b.get("UPDATE")
     on = lambda name, v: [p.name for p in parts.enabled(  # noqa: E731
         parts.context(boards.get(name), tmp_path / name, v))]
     assert on("rock5a", b) == on("rk3588", a)

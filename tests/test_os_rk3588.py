@@ -188,8 +188,9 @@ def test_gpt_and_the_boot_partition_read_back(rk_os, tmp_path):
 @pytest.mark.slow
 def test_rootfs_partition_is_buildroots_rootfs(rk_os, tmp_path):
     img = builds.image(rk_os, "rk3588-disk.img")
-    rootfs = partition_file(img, "rootfs", tmp_path / "rootfs.ext4")
-    assert rootfs.read_bytes() == builds.image(rk_os, "rootfs.ext4").read_bytes()
+    rootfs = partition_file(img, "rootfs.0", tmp_path / "rootfs.ext4")   # slot A (CONFIG_UPDATE)
+    image = builds.image(rk_os, "rootfs.ext4").read_bytes()
+    assert rootfs.read_bytes()[:len(image)] == image
     stat = debugfs(rootfs, "stat /usr/bin/seedfw-agent").decode()
     assert "Type: regular    Mode:  0755" in stat and "User:     0   Group:     0" in stat
     epoch = util.source_date_epoch()
@@ -229,7 +230,8 @@ def test_the_disk_is_the_same_bytes_in_another_output_dir(rk_os, tmp_path):
     differ (negative control: mke2fs alone would copy them), the images do not."""
     values = {"UBOOT": True, "BUILDROOT": True, "BUILDROOT_ROOTFS_CPIO": True, "KERNEL": True,
               "KERNEL_PACKAGE": GENERIC, "BUILDROOT_ROOTFS_EXT4": True,
-              "BUILDROOT_ROOTFS_EXT4_SIZE": "32M", "OS_ROOT_EXT4": True}
+              "BUILDROOT_ROOTFS_EXT4_SIZE": "32M", "OS_ROOT_EXT4": True,
+              "UPDATE": True, "UPDATE_SLOT_SIZE": "64M", "UPDATE_DATA_SIZE": "16M"}
     from seedfw import parts
     ctx = parts.context(boards.get("rk3588"), rk_os.outdir, values)
     made, ctimes = [], []

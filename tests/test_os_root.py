@@ -272,7 +272,7 @@ def test_modules_in_rootfs_and_initramfs_are_the_modules_dep_closure(rk3588_buil
     table = gpt.parse(builds.image(rk3588_build, "rk3588-disk.img").read_bytes())
     assert "\tinitrd /initramfs.cpio\n" in conf
     assert f"\tfdtoverlays /{fit_verify.OVERLAY}\n" in conf
-    assert f"\tappend root=PARTUUID={table.partition('rootfs').guid} rootwait panic=-1\n" in conf
+    assert f"\tappend root=PARTUUID={table.partition(root_name(table)).guid} rootwait panic=-1\n" in conf
 
 
 @pytest.mark.slow
