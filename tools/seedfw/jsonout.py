@@ -26,7 +26,7 @@ Tested equal to json.dumps(obj, indent=2) in tests/test_stats_json.py.
 
 from __future__ import annotations
 
-from itertools import islice
+from itertools import chain, islice, repeat
 
 try:
     from _json import encode_basestring_ascii as _str
@@ -81,7 +81,7 @@ def _table(items: list, depth: int):
         if not keys or set(map(type, keys)) != {str}:
             return None
         columns = list(zip(*map(dict.values, items)))
-        labels = [_str(k).replace("%", "%%") + ": " for k in keys]
+        labels = [_str(k) + ": " for k in keys]
         op, cl = "{", "}"
     elif kind is list or kind is tuple:
         if len(set(map(len, items))) != 1 or not items[0]:
@@ -91,22 +91,29 @@ def _table(items: list, depth: int):
         op, cl = "[", "]"
     else:
         return None
-    fields = []
+    # Each row is written as its cells with the text between them: [before, cell 0, between,
+    # cell 1, ..., cell n-1, after], the pieces zipped across the columns and joined a chunk
+    # of rows at a time, so no per-row Python call (a %-template per row cost twice as much).
+    inner, row = "  " * (depth + 2), "  " * (depth + 1)
+    quotes = []
     for i, column in enumerate(columns):
         types = set(map(type, column))
         if not types <= _FLAT:
             return None              # a nested container: the general path
+        plain = types == {str} and _plain(column)
         if types == {int}:
-            fmt = "%d"               # = int.__repr__ for exact ints (bools are not exact ints)
-        elif types == {str} and _plain(column):
-            fmt = '"%s"'             # nothing to escape: json's encoder would only add quotes
-        else:
-            fmt = "%s"
+            columns[i] = map(int.__repr__, column)      # json's own int text
+        elif not plain:
             columns[i] = map(_str if types == {str} else _scalar, column)
-        fields.append("  " * (depth + 2) + labels[i] + fmt)
-    row = "  " * (depth + 1)
-    template = row + op + "\n" + ",\n".join(fields) + "\n" + row + cl
-    return _table_pieces(map(template.__mod__, zip(*columns)), "  " * depth)
+        quotes.append('"' if plain else "")   # plain: json's encoder would only add quotes
+    between = [",\n" + row + op + "\n" + inner + labels[0] + quotes[0]]
+    between += [quotes[i - 1] + ",\n" + inner + labels[i] + quotes[i]
+                for i in range(1, len(columns))]
+    pieces = [repeat(between[0])]
+    for i, column in enumerate(columns):
+        pieces += [column, repeat(between[i + 1]) if i + 1 < len(columns) else
+                   repeat(quotes[-1] + "\n" + row + cl)]
+    return _table_pieces(zip(*pieces), "  " * depth)
 
 
 def _plain(column) -> bool:
@@ -118,14 +125,13 @@ def _plain(column) -> bool:
 
 
 def _table_pieces(rows, outer: str):
-    yield "[\n"
-    chunk = ",\n".join(islice(rows, _CHUNK_ROWS))
-    yield chunk
+    """Every row's pieces start with ",\n": the first chunk's first two characters go."""
+    chunk = "".join(chain.from_iterable(islice(rows, _CHUNK_ROWS)))
+    yield "[" + chunk[1:]
     while True:
-        chunk = ",\n".join(islice(rows, _CHUNK_ROWS))
+        chunk = "".join(chain.from_iterable(islice(rows, _CHUNK_ROWS)))
         if not chunk:
             break
-        yield ",\n"
         yield chunk
     yield "\n" + outer + "]"
 
