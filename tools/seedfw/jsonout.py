@@ -10,10 +10,11 @@ fresh pages (3,000 minor faults: the C encoder's pieces, three 743 KB replace re
 joined copies at every nesting level). Now:
 
   * a list of records of one shape (lists or tuples of one length, or dicts with the same str
-    keys in the same order; values str, int, float, bool or None) is a table (_table): one
-    %-template per row, filled by map/zip at C level from the table's columns (str columns
-    through json's own C string encoder), written in chunks of _CHUNK_ROWS rows, so the memory
-    it touches is a chunk's, reused chunk after chunk;
+    keys in the same order; values str, int, float, bool or None) is a table (_table): its
+    columns are zipped once and typed at C level, and each row is its cells with the fixed
+    text between them, zipped across the columns and joined _CHUNK_ROWS rows at a time (str
+    columns through json's own C string encoder, unless the column needs no escaping at
+    all), so the memory it touches is a chunk's, reused chunk after chunk;
   * everything else goes through _iterencode, which follows json's pure-Python encoder rule by
     rule (isinstance order, key conversion, NaN/Infinity, circular-reference check), so the
     text is json's for any input, and json's TypeError/ValueError where json raises one;
