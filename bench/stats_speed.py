@@ -31,11 +31,23 @@ Two comparisons per file, medians of --runs (processes: --process-runs):
                can read.
 
 Exit status 0 when both comparisons PASS.
+
+`--against DIR` (another checkout, e.g. main's worktree) is the like-for-like A/B instead: per
+judged file, the four processes `python -c pass`, readelf, DIR's seedfw child (the script of
+DIR's own bench/stats_speed.py, with DIR/tools first on PYTHONPATH) and this tree's, in --rounds
+timed rounds after one untimed one (which writes both trees' bytecode and checks that both
+children print the same bytes), each round in a rotated order; medians per process, the load
+average before and after. Single runs of the processes one after the other are not an A/B on a
+shared machine: at load 5-12 the floor alone moved between 50 and 168 ms between runs
+(docs/measurements/2026-12-03-slow-paths.md). Exit status 0 when this tree's beyond-start-up
+ratio meets the goal.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
 import json
 import os
 import statistics
@@ -55,8 +67,9 @@ GOAL_IN_PROCESS = 1.5
 SEEDFW_PROCESS = ("import sys\n"
                   "from seedfw import jsonout, stats\n"
                   "doc = stats.stats_document([stats.read_elf(sys.argv[1])])\n"
-                  "print(jsonout.dumps(doc))")   # what `invoke stats --json` prints (its text is
-                                                # json.dumps(doc, indent=2)'s, seedfw.jsonout)
+                  "jsonout.dump(doc, sys.stdout)\n"
+                  "sys.stdout.write('\\n')")   # what `invoke stats --json` prints, the same way
+                                                # (print(json.dumps(doc, indent=2))'s text)
 
 
 def timed(fn, runs: int) -> float:
@@ -84,6 +97,86 @@ CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECOD
 def seedfw_process(path) -> None:
     subprocess.run([sys.executable, "-c", SEEDFW_PROCESS, str(path)], cwd=ROOT, check=True,
                    stdout=subprocess.PIPE, env=CHILD_ENV)
+
+
+def tree_child(tree: Path) -> str:
+    """The seedfw child script of another tree's bench (its SEEDFW_PROCESS), read with ast:
+    that tree's bench is never imported or run here."""
+    source = (tree / "bench" / "stats_speed.py").read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SEEDFW_PROCESS"
+                                                for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise SystemExit(f"{tree}/bench/stats_speed.py has no SEEDFW_PROCESS")
+
+
+def tree_env(tree: Path) -> dict:
+    """CHILD_ENV with `tree`'s tools/ first on PYTHONPATH: its seedfw is the one imported."""
+    rest = CHILD_ENV.get("PYTHONPATH")
+    return dict(CHILD_ENV, PYTHONPATH=str(tree / "tools") + (os.pathsep + rest if rest else ""))
+
+
+def against(files: list, tree: Path, rounds: int, min_symbols: int) -> int:
+    """The interleaved A/B (see the module doc): A = `tree`, B = this tree (ROOT)."""
+    tree = tree.resolve()
+    sides = {"A": (tree, tree_child(tree), tree_env(tree)),
+             "B": (ROOT, SEEDFW_PROCESS, tree_env(ROOT))}
+    ok = True
+    for path in files:
+        path = Path(path)
+        symbols = len(stats.read_elf(path)["symbols"])
+        if symbols < min_symbols:
+            print(f"{path.name}: {symbols:,} sized symbols (< {min_symbols}): not judged, skipped")
+            continue
+
+        def child(side):
+            cwd, script, env = sides[side]
+            return lambda: subprocess.run([sys.executable, "-c", script, str(path)], cwd=cwd,
+                                          env=env, check=True, stdout=subprocess.PIPE).stdout
+        procs = {
+            "floor": lambda: subprocess.run([sys.executable, "-c", "pass"], cwd=ROOT,
+                                            env=CHILD_ENV, check=True),
+            "readelf": lambda: reference_process(path),
+            "A": child("A"), "B": child("B"),
+        }
+        outputs = {side: procs[side]() for side in ("A", "B")}      # untimed: bytecode, output
+        for name in ("floor", "readelf"):
+            procs[name]()
+        same = outputs["A"] == outputs["B"]
+        load_before = os.getloadavg()
+        times = {name: [] for name in procs}
+        names = list(procs)
+        for r in range(rounds):
+            for name in names[r % 4:] + names[:r % 4]:      # rotated: no process always first
+                t0 = time.perf_counter()
+                procs[name]()
+                times[name].append(time.perf_counter() - t0)
+        load_after = os.getloadavg()
+        med = {name: statistics.median(ts) for name, ts in times.items()}
+        q = {name: statistics.quantiles(ts, n=4) if len(ts) > 1 else [ts[0]] * 3
+             for name, ts in times.items()}
+        print(f"{path.name}: {symbols:,} sized symbols; A/B, {rounds} interleaved rounds after "
+              f"one untimed, medians (load average {load_before[0]:.2f} -> {load_after[0]:.2f})")
+        labels = {"floor": "python -c pass", "readelf": "readelf -S -l -s -W",
+                  "A": f"A {tree}", "B": f"B {ROOT}"}
+        for name in names:
+            line = (f"  {labels[name]:<40} {med[name] * 1e3:8.2f} ms  "
+                    f"(quartiles {q[name][0] * 1e3:.2f}-{q[name][2] * 1e3:.2f})")
+            if name in ("A", "B"):
+                beyond = med[name] - med["floor"]
+                line += (f"  beyond start-up {beyond * 1e3:.2f} ms = "
+                         f"{beyond / med['readelf']:.2f}x")
+            print(line)
+        ratios = {side: (med[side] - med["floor"]) / med["readelf"] for side in ("A", "B")}
+        passed = ratios["B"] <= GOAL_PROCESS
+        ok = ok and passed and same
+        digest = hashlib.sha256(outputs["B"]).hexdigest()[:16]
+        print(f"  output: {'identical' if same else 'DIFFERENT'} ({len(outputs['B']):,} bytes "
+              f"from B, sha256 {digest}...)")
+        print(f"  beyond start-up {ratios['A']:.2f}x (A) -> {ratios['B']:.2f}x (B), goal "
+              f"<= {GOAL_PROCESS}x: {'PASS' if passed else 'FAIL'} (allowed "
+              f"{GOAL_PROCESS * med['readelf'] * 1e3:.2f} ms beyond start-up)")
+    return 0 if ok else 1
 
 
 def invoke_process(path) -> None:
@@ -162,6 +255,10 @@ def main(argv=None) -> int:
                     help="files with fewer sized symbols are start-up bound: process ratio "
                          "printed, not judged")
     ap.add_argument("--no-invoke", action="store_true", help="skip the `invoke stats` process")
+    ap.add_argument("--against", type=Path, metavar="DIR",
+                    help="interleaved A/B of the process comparison: DIR's tree (A) against "
+                         "this one (B); see the module doc")
+    ap.add_argument("--rounds", type=int, default=20, help="timed A/B rounds (--against)")
     args = ap.parse_args(argv)
     if args.elf:
         files = args.elf
@@ -175,6 +272,8 @@ def main(argv=None) -> int:
             return 0
     pycache = tempfile.TemporaryDirectory(prefix="seedfw-bench-pyc-")
     CHILD_ENV["PYTHONPYCACHEPREFIX"] = pycache.name
+    if args.against:
+        return against(files, args.against, args.rounds, args.min_symbols)
     seedfw_process(files[0])                      # untimed: writes the bytecode
     print(f"seedfw runs byte-compiled, as installed (bytecode in {pycache.name}, "
           f"PYTHONDONTWRITEBYTECODE {'ignored' if 'PYTHONDONTWRITEBYTECODE' in os.environ else 'unset'})")

@@ -36,3 +36,34 @@ def test_every_path_matches_json(obj):
 def test_negative_control_differs_from_compact():
     doc = {"a": [{"b": 1}]}
     assert jsonout.dumps(doc) != json.dumps(doc) and jsonout.dumps(doc).count("\n") == 6
+
+
+class Shown(str):
+    def __str__(self):          # json encodes the str's content, never str(obj)
+        return "not this"
+
+
+@pytest.mark.parametrize("obj", [
+    [["plain", 1], ["q\"", 2]], [["a\\b", 1], ["c", 2]], [["é", 1]], [["x\x7f", 1]],
+    [(1, "a"), (2, "b")], [{"k%d": "%s", "n": 1}, {"k%d": "%s", "n": 2}],
+    [[Shown("s"), 1], ["t", 2]], [[True, None, 1.5], [False, 2, float("nan")]],
+    [{"a": 1, "b": 2}, {"b": 2, "a": 1}], [[1, 2], [3]], [[], []], [{}, {}],
+    {1.5: [[1, 2]], True: {"x": [(3, 4)]}}, [["r%d" % i, i, "s", i * 3] for i in range(600)],
+])
+def test_tables_and_streamed_text_match_json(obj):
+    import io
+    expected = json.dumps(obj, indent=2)
+    out = io.StringIO()
+    jsonout.dump(obj, out)
+    assert jsonout.dumps(obj) == expected and out.getvalue() == expected
+
+
+def test_errors_are_jsons():
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        jsonout.dumps(loop)
+    with pytest.raises(TypeError):
+        jsonout.dumps({"a": [object()]})
+    with pytest.raises(TypeError):
+        jsonout.dumps({(1,): 2})

@@ -108,12 +108,15 @@ def stats(c, target, output=None, top="10", json=False, diff=None):
                   file=sys.stderr)
         diffs = [stats_diff.diff_stats(b, n, top=None if json else top) for b, n in pairs]
         if json:
-            print(jsonout.dumps({"schema": stats_diff.DIFF_SCHEMA, "diffs": diffs}))
+            jsonout.dump({"schema": stats_diff.DIFF_SCHEMA, "diffs": diffs}, sys.stdout)
+            sys.stdout.write("\n")
         else:
             print("\n\n".join(stats_diff.format_diff(d, top) for d in diffs))
         return
     if json:
-        print(jsonout.dumps(elfstats.stats_document(results)))   # = json.dumps(indent=2), faster
+        # = print(json.dumps(doc, indent=2)), written in pieces (seedfw.jsonout)
+        jsonout.dump(elfstats.stats_document(results), sys.stdout)
+        sys.stdout.write("\n")
     else:
         print("\n\n".join(elfstats.format_stats(r, top) for r in results))
 

@@ -32,7 +32,6 @@ a section or symbol name are shown as \\xNN, never interpreted.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import struct
 from operator import itemgetter
@@ -457,6 +456,7 @@ def load_stats(path: str | os.PathLike, top: int = 10) -> list[dict]:
     if head[:1] in (b"{", b" ", b"\n"):
         from .. import reading
         reading.refuse_special(path)
+        import json     # only a saved stats JSON needs it: not imported for ELF input (~1 ms)
         if path.stat().st_size > reading.SIZE_CAPS["json"]:
             raise SeedfwError(f"over the {reading.SIZE_CAPS['json'] >> 20} MiB limit for JSON "
                               "inputs", path)
