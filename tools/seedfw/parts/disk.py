@@ -168,19 +168,13 @@ def _root_partitions(ctx, name: str, offset) -> list[Partition]:
 
 
 def env_images(ctx) -> list[tuple[str, int, bytes]]:
-    """(file, device offset, bytes) of the raw env copies under CONFIG_UPDATE: the first copy
-    current (flag 1), the redundant one obsolete (flag 0), the same variables."""
+    """(file, device offset, bytes) of the raw env copies under CONFIG_UPDATE
+    (seedfw.update.env.copies), named for genimage's inputs."""
     plan = update_plan(ctx)
-    if plan is None or plan.env.kind != "raw":
+    if plan is None:
         return []
     from ..update import env
-    e = plan.env
-    red = e.redundant_offset is not None
-    out = [(ENV_FILES[0], e.offset, env.encode(env.default_env(plan), e.size, red, 1))]
-    if red:
-        out.append((ENV_FILES[1], e.redundant_offset,
-                    env.encode(env.default_env(plan), e.size, True, 0)))
-    return out
+    return [(ENV_FILES[i], at, data) for i, (at, data) in enumerate(env.copies(plan))]
 
 
 def _with_env(ctx, parts: list[Partition]) -> list[Partition]:

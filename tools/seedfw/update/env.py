@@ -130,6 +130,21 @@ def default_env(plan, extra: dict[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+def copies(plan) -> list[tuple[int, bytes]]:
+    """(device offset, bytes) of each raw copy of the factory env (the disk part writes them):
+    the first current (flag 1), a redundant second obsolete (flag 0), the same variables;
+    [] for a FAT place (a file, not raw copies)."""
+    place = plan.env
+    if place.kind != "raw":
+        return []
+    variables = default_env(plan)
+    red = place.redundant_offset is not None
+    out = [(place.offset, encode(variables, place.size, red, 1))]
+    if red:
+        out.append((place.redundant_offset, encode(variables, place.size, True, 0)))
+    return out
+
+
 def image(plan, extra: dict[str, str] | None = None) -> bytes:
     """The env image for the plan's env place (redundant on a raw place with a second copy)."""
     place = plan.env
